@@ -1,0 +1,55 @@
+"""The public Python API, composed from the stages (what notebooks call)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+
+import duckdb
+
+from bufferhouse.ingest import IngestReport, ModuleOutcome, ingest_paths
+from bufferhouse.schema.warehouse import connect as _connect
+
+
+def ingest(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    db: str | os.PathLike[str] | None = None,
+    *,
+    labels: Iterable[str] | dict[str, str] = (),
+    strict: bool = False,
+    jobs: int | None = None,
+    wait: float = 30.0,
+    max_bytes: int | None = None,
+    progress: Callable[[ModuleOutcome, int, int], None] | None = None,
+) -> IngestReport:
+    """Load dump files or trees into the warehouse `db` (default: $BUFFERHOUSE_DB or
+    ./bufferhouse.duckdb). Modules already present are skipped; labels are added.
+
+    >>> report = bufferhouse.ingest("dumps/", db="fleet.duckdb", labels={"jax": "0.7.2"})
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return ingest_paths(
+        paths,
+        db,
+        labels=labels,
+        strict=strict,
+        jobs=jobs,
+        wait=wait,
+        max_bytes=max_bytes,
+        progress=progress,
+        after_open=_install_macros,
+    )
+
+
+def _install_macros(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        from bufferhouse.queries import install_macros
+    except ImportError:  # queries stage not present
+        return
+    install_macros(con)
+
+
+def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True, wait: float = 0.0):
+    """A DuckDB connection to the warehouse (read-only unless asked)."""
+    return _connect(db, read_only=read_only, wait=wait)

@@ -1,0 +1,54 @@
+"""One root exception for everything bufferhouse raises on purpose.
+
+Library code raises these and never prints or exits; the CLI turns them into
+messages and exit codes in one place.
+"""
+
+from __future__ import annotations
+
+
+class BufferhouseError(Exception):
+    """Root of every error bufferhouse raises deliberately."""
+
+
+class DumpError(BufferhouseError):
+    """A dump file cannot be read or parsed.
+
+    Carries the file, the 1-based line (0 when the problem is the whole file)
+    and the offending text, so a message can point at the exact spot.
+    """
+
+    def __init__(self, path: str, line: int, message: str, text: str | None = None):
+        self.path = path
+        self.line = line
+        self.message = message
+        self.text = text
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        shown = ""
+        if self.text is not None:
+            snippet = self.text if len(self.text) <= 120 else self.text[:117] + "..."
+            shown = f"\n    {snippet!r}"
+        return f"{where}: {self.message}{shown}"
+
+
+class ParseError(DumpError):
+    """The text does not follow the dump grammar (or breaks one of its invariants)."""
+
+
+class WarehouseError(BufferhouseError):
+    """The warehouse file cannot be used as asked."""
+
+
+class SchemaVersionError(WarehouseError):
+    """The warehouse was written by an incompatible bufferhouse schema version."""
+
+
+class WarehouseLockedError(WarehouseError):
+    """Another process holds the warehouse file."""
+
+
+class QueryError(BufferhouseError):
+    """A canned query or its parameters are not valid."""

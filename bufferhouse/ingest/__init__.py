@@ -1,0 +1,267 @@
+"""Ingest stage: dump files -> parsed rows -> one transaction per module.
+
+Parsing runs in worker processes (one module per task); the parent process is
+the single DuckDB writer and commits each module whole. A module whose content
+hash is already in the warehouse is not parsed again.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import socket
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from bufferhouse import __version__
+from bufferhouse.errors import BufferhouseError, DumpError
+from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts
+from bufferhouse.ingest.load import add_labels, load_module, module_tables, record_diagnostics
+from bufferhouse.ingest.parse import ParsedModule, parse_module
+from bufferhouse.ingest.reader import content_digest, read_lines
+from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
+
+__all__ = ["IngestReport", "ModuleOutcome", "discover", "ingest_paths", "parse_files"]
+
+
+@dataclass
+class ModuleOutcome:
+    """What happened to one module of the batch."""
+
+    files: ModuleFiles
+    status: str  # loaded | present | failed
+    module_id: int | None = None
+    error: DumpError | None = None
+    warnings: list[DumpError] = field(default_factory=list)
+    bytes_read: int = 0
+
+
+@dataclass
+class IngestReport:
+    db: str
+    run_id: int
+    outcomes: list[ModuleOutcome] = field(default_factory=list)
+    seconds: float = 0.0
+    stopped_early: bool = False
+
+    def _with(self, status: str) -> list[ModuleOutcome]:
+        return [o for o in self.outcomes if o.status == status]
+
+    @property
+    def loaded(self) -> list[ModuleOutcome]:
+        return self._with("loaded")
+
+    @property
+    def present(self) -> list[ModuleOutcome]:
+        return self._with("present")
+
+    @property
+    def failed(self) -> list[ModuleOutcome]:
+        return self._with("failed")
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(o.bytes_read for o in self.outcomes)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.stopped_early
+
+
+def module_id_of(content_hash: str) -> int:
+    return int.from_bytes(bytes.fromhex(content_hash[:16]), "big", signed=True)
+
+
+@dataclass
+class _Parsed:
+    """What a worker sends back: everything the writer needs, nothing it must recompute."""
+
+    status: str
+    content_hash: str | None = None
+    bytes_read: int = 0
+    module_row: dict | None = None
+    tables: dict[str, pa.Table] | None = None
+    warnings: list[DumpError] = field(default_factory=list)
+    error: DumpError | None = None
+
+
+def parse_files(files: ModuleFiles, known: frozenset[str] | set[str] = frozenset(), max_bytes: int | None = None) -> _Parsed:
+    """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises."""
+    if files.problems and files.buffer_assignment is None:
+        return _Parsed("failed", error=files.problems[0])
+    dump_files = files.dump_files()
+    try:
+        digest, nbytes = content_digest(
+            [p for _, p in dump_files], [os.path.basename(p) for _, p in dump_files], max_bytes
+        )
+    except DumpError as exc:
+        return _Parsed("failed", error=exc)
+    if digest in known:
+        return _Parsed("present", content_hash=digest, bytes_read=nbytes)
+    try:
+        parsed = parse_module(dump_files, read_lines, files.hlo)
+        module_id = module_id_of(digest)
+        row = _module_row(files, parsed, digest, module_id, nbytes)
+        tables = module_tables(module_id, parsed)
+    except DumpError as exc:
+        return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=exc)
+    except Exception as exc:  # a bug of ours must not take the batch down
+        where = files.display
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return _Parsed(
+            "failed",
+            content_hash=digest,
+            bytes_read=nbytes,
+            error=DumpError(where, 0, f"internal error while parsing (please report): {detail}"),
+        )
+    warnings = [*files.problems, *parsed.warnings]
+    return _Parsed("parsed", digest, nbytes, row, tables, warnings)
+
+
+def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, module_id: int, nbytes: int) -> dict:
+    parts = stem_parts(files.stem)
+    facts = parsed.facts
+    backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
+    paths = [p for _, p in files.dump_files()] + ([files.hlo] if files.hlo and "hlo" in parsed.sections else [])
+    return {
+        "module_id": module_id,
+        "content_hash": digest,
+        "run_id": None,
+        "module_name": parts["module_name"] or files.stem,
+        "module_number": parts["module_number"],
+        "file_stem": files.stem,
+        "backend": backend,
+        "target": parts["target"],
+        "stage": parts["stage"],
+        "layout": facts["layout"],
+        "format_era": facts["format_era"],
+        "sections": list(parsed.sections),
+        "paths": paths,
+        "bytes_read": nbytes,
+        "total_bytes": facts["total_bytes"],
+        "allocation_count": facts["allocation_count"],
+        "value_count": facts["value_count"],
+        "schedule_length": facts["schedule_length"],
+        "logical_peak_time": facts["logical_peak_time"],
+        "logical_peak_bytes": facts["logical_peak_bytes"],
+        "heap_peak_bytes": facts["heap_peak_bytes"],
+    }
+
+
+_known: frozenset[str] = frozenset()
+_max_bytes: int | None = None
+
+
+def _init_worker(known: frozenset[str], max_bytes: int | None) -> None:
+    global _known, _max_bytes
+    _known, _max_bytes = known, max_bytes
+
+
+def _work(files: ModuleFiles) -> tuple[ModuleFiles, _Parsed]:
+    return files, parse_files(files, _known, _max_bytes)
+
+
+def parse_labels(labels: Iterable[str]) -> list[tuple[str, str]]:
+    out = []
+    for label in labels:
+        key, sep, value = label.partition("=")
+        if not sep or not key.strip():
+            raise BufferhouseError(f"label {label!r} is not of the form key=value")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def ingest_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    db: str | os.PathLike[str] | None = None,
+    *,
+    labels: Iterable[str] | dict[str, str] = (),
+    strict: bool = False,
+    jobs: int | None = None,
+    wait: float = 30.0,
+    max_bytes: int | None = None,
+    progress: Callable[[ModuleOutcome, int, int], None] | None = None,
+    after_open: Callable[[object], None] | None = None,
+) -> IngestReport:
+    """Load every module under `paths` into the warehouse `db`.
+
+    Failing modules are reported (and recorded in `diagnostics`) while the rest
+    of the batch loads; with `strict` the ingest stops at the first failure.
+    """
+    started = time.monotonic()
+    paths = [os.fspath(p) for p in paths]
+    label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
+    path = database_path(db)
+    groups = discover(paths)
+    con = open_connection(path, read_only=False, wait=wait)
+    try:
+        ensure_schema(con, path)
+        if after_open is not None:
+            after_open(con)
+        run_id = int(datetime.now(timezone.utc).timestamp() * 1_000_000)
+        report = IngestReport(path, run_id)
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                run_id,
+                datetime.now(timezone.utc).replace(tzinfo=None),
+                paths,
+                [f"{k}={v}" for k, v in label_pairs],
+                socket.gethostname(),
+                __version__,
+            ],
+        )
+        known = {r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()}
+        jobs = jobs or os.cpu_count() or 1
+        jobs = max(1, min(jobs, len(groups)))
+        if jobs == 1:
+            results: Iterable[tuple[ModuleFiles, _Parsed]] = (
+                (g, parse_files(g, known, max_bytes)) for g in groups
+            )
+            pool = None
+        else:
+            ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "forkserver")
+            pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(frozenset(known), max_bytes))
+            results = pool.imap(_work, groups, chunksize=1)
+        try:
+            for files, result in results:
+                outcome = _commit(con, files, result, run_id, label_pairs, known)
+                report.outcomes.append(outcome)
+                if progress is not None:
+                    progress(outcome, len(report.outcomes), len(groups))
+                if strict and outcome.status == "failed":
+                    report.stopped_early = len(report.outcomes) < len(groups)
+                    break
+        finally:
+            if pool is not None:
+                pool.terminate()
+                pool.join()
+        report.seconds = time.monotonic() - started
+        return report
+    finally:
+        con.close()
+
+
+def _commit(con, files: ModuleFiles, result: _Parsed, run_id: int, labels, known) -> ModuleOutcome:
+    if result.status == "failed":
+        assert result.error is not None
+        record_diagnostics(con, run_id, None, [result.error], "error")
+        return ModuleOutcome(files, "failed", error=result.error, bytes_read=result.bytes_read)
+    module_id = module_id_of(result.content_hash) if result.content_hash else None
+    if result.status == "present" or result.content_hash in known:
+        # The same content seen again (this run or an earlier one): only new labels land.
+        if labels and module_id is not None:
+            con.execute("BEGIN TRANSACTION")
+            add_labels(con, module_id, labels)
+            con.execute("COMMIT")
+        return ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
+    assert result.module_row is not None and result.tables is not None
+    row = dict(result.module_row, run_id=run_id)
+    load_module(con, row, result.tables, labels, result.warnings, run_id)
+    known.add(result.content_hash)
+    return ModuleOutcome(files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read)

@@ -1,0 +1,226 @@
+"""Find dump files under the given paths and group each module's siblings.
+
+XLA writes several files per module that share a stem:
+`<stem>-buffer-assignment.txt`, `-buffer-assignment-values.txt`,
+`-live-range.txt`, `-memory-usage-report.txt`, and `<stem>.txt` (the
+optimized HLO). Any of them may be gzipped. Files that are none of these are
+skipped after a look at their name, or at most their first bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bufferhouse.errors import DumpError
+
+#: File-name suffix (without .gz) -> role of the file in its module.
+SUFFIXES: tuple[tuple[str, str], ...] = (
+    ("-buffer-assignment-values.txt", "values"),
+    ("-buffer-assignment.txt", "buffer_assignment"),
+    ("-live-range.txt", "live_range"),
+    ("-memory-usage-report.txt", "usage_report"),
+)
+
+_MAGIC = b"BufferAssignment:"
+
+
+@dataclass
+class ModuleFiles:
+    """The files of one module, by role. Only buffer_assignment is required."""
+
+    directory: str
+    stem: str
+    buffer_assignment: str | None = None
+    values: str | None = None
+    live_range: str | None = None
+    usage_report: str | None = None
+    hlo: str | None = None
+    problems: list[DumpError] = field(default_factory=list)
+
+    def dump_files(self) -> list[tuple[str, str]]:
+        """(role, path) of the files whose content defines the module, in parse order."""
+        roles = ("buffer_assignment", "values", "live_range", "usage_report")
+        return [(r, getattr(self, r)) for r in roles if getattr(self, r)]
+
+    @property
+    def display(self) -> str:
+        return self.buffer_assignment or os.path.join(self.directory, self.stem)
+
+
+def _role_of(name: str) -> tuple[str, str] | None:
+    base = name[:-3] if name.endswith(".gz") else name
+    for suffix, role in SUFFIXES:
+        if base.endswith(suffix):
+            return role, base[: -len(suffix)]
+    return None
+
+
+def _looks_like_buffer_assignment(path: str) -> bool:
+    """Sniff the first bytes, so renamed dumps (e.g. `000_abc.txt`) are found too."""
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                head = f.read(64)
+        else:
+            with open(path, "rb") as f:
+                head = f.read(64)
+    except (OSError, EOFError, gzip.BadGzipFile):
+        return False
+    return head.lstrip(b"\xef\xbb\xbf \r\n").startswith(_MAGIC)
+
+
+def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
+    """All files under root, following directory links once (symlink loops end)."""
+    try:
+        st = os.stat(root)
+    except OSError:
+        return
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return
+    seen.add(key)
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=True):
+                yield from _walk(entry.path, seen)
+            elif entry.is_file(follow_symlinks=True):
+                yield entry.path
+        except OSError:
+            continue
+
+
+def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
+    """Group every dump file under `paths` into modules, in a stable order.
+
+    A path may be a directory (searched recursively), a dump file, or a .gz of
+    one. A path that does not exist is reported as a module-level problem, not
+    raised, so the rest of the batch still loads.
+    """
+    groups: dict[tuple[str, str], ModuleFiles] = {}
+    missing: list[ModuleFiles] = []
+    candidates: list[tuple[str, bool]] = []  # (path, given explicitly)
+    seen_dirs: set[tuple[int, int]] = set()
+    for raw in paths:
+        path = os.path.abspath(os.fspath(raw))
+        if os.path.isdir(path):
+            candidates.extend((p, False) for p in _walk(path, seen_dirs))
+        elif os.path.exists(path):
+            candidates.append((path, True))
+        else:
+            mf = ModuleFiles(os.path.dirname(path), os.path.basename(path))
+            mf.problems.append(DumpError(path, 0, "no such file or directory"))
+            missing.append(mf)
+
+    hlo_names: dict[str, set[str]] = {}
+    seen_files: set[str] = set()
+    for path, explicit in candidates:
+        real = os.path.realpath(path)
+        if real in seen_files:
+            continue
+        seen_files.add(real)
+        directory, name = os.path.split(path)
+        role_stem = _role_of(name)
+        if role_stem is None:
+            base = name[:-3] if name.endswith(".gz") else name
+            if base.endswith(".txt"):
+                hlo_names.setdefault(directory, set()).add(name)
+            if not (explicit or base.endswith(".txt")):
+                continue
+            if not _looks_like_buffer_assignment(path):
+                if explicit:
+                    mf = ModuleFiles(directory, base)
+                    mf.problems.append(
+                        DumpError(
+                            path,
+                            1,
+                            "not a buffer-assignment dump: expected the first line to be "
+                            "'BufferAssignment:' or a name ending in -buffer-assignment.txt",
+                        )
+                    )
+                    missing.append(mf)
+                continue
+            role, stem = "buffer_assignment", base[: -len(".txt")] if base.endswith(".txt") else base
+        else:
+            role, stem = role_stem
+        mf = groups.setdefault((directory, stem), ModuleFiles(directory, stem))
+        if getattr(mf, role) is not None:
+            # foo.txt and foo.txt.gz side by side: prefer the plain file, say so.
+            mf.problems.append(
+                DumpError(path, 0, f"duplicate {role} file for this module; using {getattr(mf, role)}")
+            )
+            continue
+        setattr(mf, role, path)
+
+    for (directory, stem), mf in groups.items():
+        for candidate in (stem + ".txt", stem + ".txt.gz"):
+            if candidate in hlo_names.get(directory, ()) or (
+                directory not in hlo_names and os.path.isfile(os.path.join(directory, candidate))
+            ):
+                if os.path.join(directory, candidate) != mf.buffer_assignment:
+                    mf.hlo = os.path.join(directory, candidate)
+                    break
+        if mf.buffer_assignment is None:
+            first = next(p for _, p in mf.dump_files())
+            mf.problems.append(
+                DumpError(first, 0, f"no {stem}-buffer-assignment.txt beside this file")
+            )
+    ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
+    return missing + ordered
+
+
+def stem_parts(stem: str) -> dict[str, str | int | None]:
+    """Module number, name, target and stage from an XLA dump file stem.
+
+    `module_0007.jit_train_step.sm_9.0_gpu_after_optimizations` ->
+    number 7, name jit_train_step, backend gpu, target sm_9.0, stage after_optimizations.
+    Non-XLA names (renamed files) give only what can be read safely.
+    """
+    out: dict[str, str | int | None] = {
+        "module_number": None,
+        "module_name": None,
+        "backend": None,
+        "target": None,
+        "stage": None,
+    }
+    parts = stem.split(".")
+    start = 0
+    if not parts[0].startswith("module_") and len(parts) > 1 and parts[1].startswith("module_"):
+        start = 1  # timestamp prefix
+    head = parts[start] if start < len(parts) else ""
+    if not head.startswith("module_") or not head[7:].isdigit():
+        return out
+    out["module_number"] = int(head[7:])
+    rest = ".".join(parts[start + 1 :])
+    marker = None
+    for candidate in ("_gpu_after_optimizations", "cpu_after_optimizations", "after_optimizations"):
+        idx = rest.rfind(candidate)
+        if idx >= 0:
+            marker = candidate
+            break
+    if marker is None:
+        out["module_name"] = rest or None
+        return out
+    idx = rest.rfind(marker)
+    before = rest[:idx].rstrip(".")
+    out["stage"] = "after_optimizations"
+    if marker == "_gpu_after_optimizations":
+        out["backend"] = "gpu"
+        # name.sm_9.0 -> target after the last '.' that starts the target
+        for tgt_start in ("sm_", "gfx"):
+            t = before.rfind("." + tgt_start)
+            if t >= 0:
+                out["target"] = before[t + 1 :]
+                before = before[:t]
+                break
+    elif marker == "cpu_after_optimizations":
+        out["backend"] = "cpu"
+    out["module_name"] = before.split(".cl_")[0] or None
+    return out

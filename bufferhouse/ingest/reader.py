@@ -1,0 +1,83 @@
+"""Read dump files as numbered text lines: plain or gzipped, LF or CRLF.
+
+Errors name the file and line: a corrupt .gz, invalid UTF-8, a file that
+expands past the size limit.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import zlib
+from collections.abc import Iterator
+
+from bufferhouse.errors import DumpError
+
+CHUNK = 1 << 20
+
+
+def _open(path: str):
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def content_digest(paths: list[str], names: list[str], max_bytes: int | None) -> tuple[str, int]:
+    """SHA-256 over (base name, content) of each file, and the bytes read.
+
+    The names are part of the identity so that two compiles with identical
+    text but different module numbers stay two modules, while the same tree
+    read from another mount point is recognised as already loaded.
+    """
+    h = hashlib.sha256()
+    total = 0
+    for path, name in zip(paths, names):
+        h.update(name.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            with _open(path) as f:
+                while chunk := f.read(CHUNK):
+                    total += len(chunk)
+                    if max_bytes is not None and total > max_bytes:
+                        raise DumpError(
+                            path, 0, f"more than --max-bytes {max_bytes} bytes of text; skipped"
+                        )
+                    h.update(chunk)
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise DumpError(path, 0, f"cannot read file: {_describe(exc)}") from None
+        h.update(b"\0")
+    return h.hexdigest(), total
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "compressed file ends before the end-of-stream marker (truncated .gz)"
+    if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
+        return f"corrupt gzip data ({exc})"
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    return str(exc) or type(exc).__name__
+
+
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line without its line end).
+
+    Decodes line by line so an invalid byte is reported at its own line.
+    """
+    lineno = 0
+    try:
+        with _open(path) as f:
+            for raw in f:
+                lineno += 1
+                if raw.endswith(b"\n"):
+                    raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+                try:
+                    yield lineno, raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DumpError(
+                        path,
+                        lineno,
+                        f"invalid UTF-8 at byte {exc.start + 1} of the line",
+                        raw.decode("utf-8", "replace"),
+                    ) from None
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DumpError(path, lineno + 1 if lineno else 0, f"cannot read file: {_describe(exc)}") from None

@@ -1,0 +1,368 @@
+"""Every warehouse table and column, declared once with its documentation.
+
+DDL, Arrow schemas, COMMENT ON statements, the sqlglot schema used to check
+canned queries and docs/schema.md are all derived from this list, so a column
+cannot exist in one of them and not in the others.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str  # DuckDB type name; see schema.types for the Arrow mapping
+    doc: str
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    per_module: bool = True  # rows belong to one module (have module_id)
+
+    @property
+    def column_names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+
+def _c(name: str, type_: str, doc: str, nullable: bool = True) -> Column:
+    return Column(name, type_, doc, nullable)
+
+
+def _module_id() -> Column:
+    return _c("module_id", "BIGINT", "Module this row belongs to (modules.module_id).", False)
+
+
+RUNS = Table(
+    "runs",
+    "One row per `bufferhouse ingest` invocation that loaded or labelled anything.",
+    (
+        _c("run_id", "BIGINT", "Run identifier: microseconds since the epoch at the start.", False),
+        _c("started_at", "TIMESTAMP", "When the ingest started (UTC)."),
+        _c("roots", "VARCHAR[]", "Paths given to the ingest command, as given."),
+        _c("labels", "VARCHAR[]", "`key=value` labels given with --label."),
+        _c("host", "VARCHAR", "Host name of the machine that ran the ingest."),
+        _c("tool_version", "VARCHAR", "bufferhouse version that wrote the rows."),
+    ),
+    per_module=False,
+)
+
+MODULES = Table(
+    "modules",
+    "One row per ingested module (one compiled HLO module's buffer-assignment dump).",
+    (
+        _c("module_id", "BIGINT", "Identity of the module: first 8 bytes of content_hash as a signed integer.", False),
+        _c("content_hash", "VARCHAR", "SHA-256 over the base names and bytes of the module's files; re-ingesting the same files adds nothing.", False),
+        _c("run_id", "BIGINT", "Ingest run that first loaded the module (runs.run_id)."),
+        _c("module_name", "VARCHAR", "Module name from the file name, e.g. jit_train_step (the jit name)."),
+        _c("module_number", "INTEGER", "XLA's per-process module counter from `module_NNNN` in the file name."),
+        _c("file_stem", "VARCHAR", "Common stem of the module's files, e.g. module_0007.jit_f.cpu_after_optimizations."),
+        _c("backend", "VARCHAR", "cpu, gpu or tpu: from the file name, else inferred from the layouts (tiles mean tpu); unknown if neither tells."),
+        _c("target", "VARCHAR", "Compile target from the file name, e.g. sm_9.0 for CUDA; NULL if not named."),
+        _c("stage", "VARCHAR", "Pass stage from the file name, e.g. after_optimizations."),
+        _c("layout", "VARCHAR", "File layout: `combined` (one -buffer-assignment.txt with everything) or `split` (2026-04+ siblings)."),
+        _c("format_era", "VARCHAR", "Earliest XLA commit date (YYYY-MM-DD) whose printing code matches the features seen; see docs/schema.md."),
+        _c("sections", "VARCHAR[]", "Sections present: allocations, totals, used_values, live_range, peak, stack_trace, usage_report, hlo."),
+        _c("paths", "VARCHAR[]", "Absolute paths of the files read for this module."),
+        _c("bytes_read", "BIGINT", "Bytes of dump text read for this module (uncompressed)."),
+        _c("total_bytes", "BIGINT", "`Total bytes used` as printed: the sum of all allocation sizes (not a peak). NULL if not printed."),
+        _c("allocation_count", "INTEGER", "Number of allocations."),
+        _c("value_count", "INTEGER", "Number of values placed in allocations."),
+        _c("schedule_length", "INTEGER", "`HloLiveRange (max N)`: the number of program-order steps. NULL without a live range section."),
+        _c("logical_peak_time", "INTEGER", "Program-order step printed as `Live ranges at T (peak)`."),
+        _c("logical_peak_bytes", "BIGINT", "HloLiveRange peak: sum of the printed peak list (logical, unpadded sizes, no buffer sharing)."),
+        _c("heap_peak_bytes", "BIGINT", "Heap peak of memory space 0: indefinite allocations + max temp bytes live at once (see heap_peaks)."),
+        _c("row_counts", "MAP(VARCHAR, BIGINT)", "Rows written per table for this module at ingest; `bufferhouse check` compares them."),
+    ),
+    per_module=False,
+)
+
+LABELS = Table(
+    "labels",
+    "User labels of a module (`--label key=value` at ingest); a module ingested again with new labels gains them.",
+    (
+        _module_id(),
+        _c("key", "VARCHAR", "Label key, e.g. jax.", False),
+        _c("value", "VARCHAR", "Label value, e.g. 0.7.2.", False),
+    ),
+)
+
+ALLOCATIONS = Table(
+    "allocations",
+    "One row per `allocation N: size S, ...:` header of the BufferAssignment section.",
+    (
+        _module_id(),
+        _c("allocation_index", "INTEGER", "Allocation index N.", False),
+        _c("size", "BIGINT", "Allocation size in bytes (padded, as assigned by the backend).", False),
+        _c("color", "INTEGER", "Memory space (color) of the allocation; 0 when not printed.", False),
+        _c("parameter_number", "INTEGER", "Entry parameter number for parameter allocations, else NULL."),
+        _c("parameter_shape", "VARCHAR", "Shape printed as `shape |S|` of a parameter allocation (no layout)."),
+        _c("parameter_shape_index", "VARCHAR", "ShapeIndex of the parameter buffer, e.g. {} or {1}."),
+        _c("output_shape", "VARCHAR", "Root shape printed as `output shape is |S|`, else NULL."),
+        _c("is_parameter", "BOOLEAN", "Entry-computation parameter allocation.", False),
+        _c("is_constant", "BOOLEAN", "`constant` flag.", False),
+        _c("is_thread_local", "BOOLEAN", "`thread-local` flag (reducers, comparators: stack, not heap).", False),
+        _c("is_maybe_live_out", "BOOLEAN", "`maybe-live-out` flag: may hold (part of) the entry result.", False),
+        _c("is_preallocated_temp", "BOOLEAN", "`preallocated-temp` flag: scratch memory the runtime allocates.", False),
+        _c("category", "VARCHAR", "Exclusive kind, first match wins: parameter, output, thread-local, constant, temp (XProf's order).", False),
+        _c("address", "VARCHAR", "Pointer printed by XLA before 2022-09 (`0x...`), else NULL."),
+        _c("line", "INTEGER", "Line of the header in the dump file."),
+        _c("max_live_bytes", "BIGINT", "Temp allocations: most bytes in use at once (union of the byte ranges of values live at a step); NULL for other kinds or without live ranges."),
+    ),
+)
+
+VALUES = Table(
+    "hlo_values",
+    "One row per HloValue placed in an allocation (` value: <id name{index} @color> ...` lines).",
+    (
+        _module_id(),
+        _c("value_id", "BIGINT", "Dataflow value id (not contiguous).", False),
+        _c("instruction", "VARCHAR", "Defining instruction name.", False),
+        _c("shape_index", "VARCHAR", "ShapeIndex within the defining instruction, `{}` for array-shaped instructions.", False),
+        _c("is_phi", "BOOLEAN", "SSA phi value (`(phi)`).", False),
+        _c("color", "INTEGER", "Value color `@N` (memory space); may differ from the allocation's on GPU."),
+        _c("shape", "VARCHAR", "Value shape with layout, as printed."),
+        _c("element_type", "VARCHAR", "Element type, e.g. f32; NULL for tuples."),
+        _c("dims", "BIGINT[]", "Dimensions (bounds for `<=N`, -1 for `?`); NULL for tuples."),
+        _c("is_dynamic", "BOOLEAN", "Some dimension is dynamic (`<=N` or `?`)."),
+        _c("minor_to_major", "INTEGER[]", "Layout minor-to-major order, NULL when no layout is printed."),
+        _c("tiles", "VARCHAR", "Layout tiling, e.g. (8,128)(2,1); NULL when untiled."),
+        _c("memory_space", "INTEGER", "Layout memory space `S(n)`, 0 when absent."),
+        _c("logical_bytes", "BIGINT", "ShapeUtil::ByteSizeOf(shape, 8): unpadded size; tuples count 8 bytes per element."),
+        _c("is_tuple", "BOOLEAN", "The value's shape is a tuple (its buffer is a pointer table)."),
+        _c("line", "INTEGER", "Line of the value line in the dump file."),
+    ),
+)
+
+ASSIGNMENTS = Table(
+    "assignments",
+    "Where each value sits: allocation, offset and size (the value line's `(size=S,offset=O)`).",
+    (
+        _module_id(),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
+        _c("allocation_index", "INTEGER", "Allocation holding the value.", False),
+        _c("offset", "BIGINT", "Byte offset of the value's slice inside the allocation.", False),
+        _c("size", "BIGINT", "Bytes of the slice (padded; aliases share offset and size).", False),
+        _c("reused_cross_color", "BOOLEAN", "Also listed under `reused by buffers of a different color:` (GPU, 2026-06+).", False),
+    ),
+)
+
+POSITIONS = Table(
+    "positions",
+    "Positions of each used value (` positions:` lines); the first is the defining position.",
+    (
+        _module_id(),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
+        _c("ordinal", "INTEGER", "Order in the printed list, from 0.", False),
+        _c("instruction", "VARCHAR", "Instruction at which the value appears.", False),
+        _c("shape_index", "VARCHAR", "ShapeIndex at that instruction, `{}` when not printed (array-shaped)."),
+    ),
+)
+
+USES = Table(
+    "uses",
+    "Uses of each used value (` uses:` lines); an empty list yields no rows.",
+    (
+        _module_id(),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
+        _c("ordinal", "INTEGER", "Order in the printed list, from 0 (uses are not sorted by XLA).", False),
+        _c("instruction", "VARCHAR", "Using instruction.", False),
+        _c("operand_number", "INTEGER", "Operand number of the use.", False),
+        _c("operand_index", "VARCHAR", "ShapeIndex within the operand, `{}` when not printed."),
+    ),
+)
+
+INSTRUCTIONS = Table(
+    "instructions",
+    "Each distinct defining instruction of a used value, parsed from its `from instruction:` text.",
+    (
+        _module_id(),
+        _c("instruction", "VARCHAR", "Instruction name (unique in the module).", False),
+        _c("opcode", "VARCHAR", "HLO opcode, e.g. fusion, parameter, custom-call."),
+        _c("shape", "VARCHAR", "Result shape with layout."),
+        _c("operands", "VARCHAR[]", "Operand instruction names."),
+        _c("parameter_number", "INTEGER", "N of parameter(N)."),
+        _c("fusion_kind", "VARCHAR", "kind= of a fusion, e.g. kLoop."),
+        _c("called_computations", "VARCHAR[]", "Computations named by calls=, to_apply=, body=, condition=, branches."),
+        _c("custom_call_target", "VARCHAR", "custom_call_target= of a custom-call."),
+        _c("op_name", "VARCHAR", "metadata op_name: the framework's name scope path, e.g. jit(f)/jit(main)/dot_general."),
+        _c("op_type", "VARCHAR", "metadata op_type."),
+        _c("source_file", "VARCHAR", "metadata source_file, or resolved from stack_frame_id through the optimized HLO's tables."),
+        _c("source_line", "INTEGER", "metadata source_line, or resolved from stack_frame_id."),
+        _c("source_function", "VARCHAR", "Function of the stack frame, when resolved from stack_frame_id."),
+        _c("stack_frame_id", "INTEGER", "metadata stack_frame_id (XLA 2025+)."),
+        _c("text", "VARCHAR", "The instruction text as printed after `from instruction:`."),
+    ),
+)
+
+SEQUENCE = Table(
+    "sequence",
+    "HloLiveRange InstructionSequence: the flattened program order.",
+    (
+        _module_id(),
+        _c("time", "INTEGER", "Program-order step, 0..schedule_length-1.", False),
+        _c("instruction", "VARCHAR", "Instruction scheduled at that step.", False),
+    ),
+)
+
+LIVE_RANGES = Table(
+    "live_ranges",
+    "HloLiveRange BufferLiveRange: when each value is live (both ends inclusive).",
+    (
+        _module_id(),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id); NULL when the value has no allocation."),
+        _c("instruction", "VARCHAR", "Defining instruction name.", False),
+        _c("shape_index", "VARCHAR", "ShapeIndex as printed.", False),
+        _c("start_time", "INTEGER", "First step at which the value is live.", False),
+        _c("end_time", "INTEGER", "Last step at which the value is live (inclusive).", False),
+    ),
+)
+
+PEAK_VALUES = Table(
+    "peak_values",
+    "The `Live ranges at T (peak):` list as printed by HloLiveRange.",
+    (
+        _module_id(),
+        _c("ordinal", "INTEGER", "Order in the printed list, from 0.", False),
+        _c("instruction", "VARCHAR", "Defining instruction name.", False),
+        _c("shape_index", "VARCHAR", "ShapeIndex as printed; NULL in eras that printed none."),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id) when it can be resolved."),
+        _c("bytes", "BIGINT", "Logical bytes as printed.", False),
+        _c("cumulative_bytes", "BIGINT", "Running sum as printed (2025-05+), else NULL."),
+    ),
+)
+
+STACK_TRACE = Table(
+    "stack_trace",
+    "`Stack trace breakdown for peak usage` tree (2025-07+), one row per printed node.",
+    (
+        _module_id(),
+        _c("ordinal", "INTEGER", "Print order, from 0.", False),
+        _c("depth", "INTEGER", "Nesting depth; 0 for the entry computation.", False),
+        _c("parent_ordinal", "INTEGER", "ordinal of the parent node, NULL at depth 0."),
+        _c("name", "VARCHAR", "Node label: computation name, op_name or instruction name.", False),
+        _c("percent", "DOUBLE", "Share of the peak as printed (one decimal)."),
+        _c("total_bytes", "BIGINT", "Bytes in this subtree."),
+        _c("current_bytes", "BIGINT", "Bytes attributed to this node itself."),
+        _c("remaining_bytes", "BIGINT", "Overall total minus the running sum of current, as printed."),
+    ),
+)
+
+USAGE_REPORT = Table(
+    "usage_report",
+    "Totals from the -memory-usage-report.txt sibling: overall (version A) or per memory space (version B).",
+    (
+        _module_id(),
+        _c("report_version", "VARCHAR", "A (2024-10 .. 2026-03, allocations listed) or B (2026-03+, per memory space).", False),
+        _c("color", "INTEGER", "Memory space; NULL for the overall total of version A."),
+        _c("space_name", "VARCHAR", "Name XLA printed for the memory space (version B)."),
+        _c("total_bytes", "BIGINT", "Total bytes printed for that space (or overall).", False),
+    ),
+)
+
+HEAP_PEAKS = Table(
+    "heap_peaks",
+    "Per module and memory space: the heap peak computed at ingest from allocations, assignments and live ranges.",
+    (
+        _module_id(),
+        _c("color", "INTEGER", "Memory space (allocation color).", False),
+        _c("total_bytes", "BIGINT", "Sum of allocation sizes of this color.", False),
+        _c("indefinite_bytes", "BIGINT", "Parameter, maybe-live-out, constant and thread-local allocations of this color.", False),
+        _c("temp_allocation_bytes", "BIGINT", "Sum of preallocated-temp allocation sizes of this color.", False),
+        _c("temp_peak_bytes", "BIGINT", "Max over program order of temp bytes live at once (byte ranges in use, counted once); NULL without live ranges."),
+        _c("heap_peak_bytes", "BIGINT", "indefinite_bytes + temp_peak_bytes; NULL without live ranges."),
+        _c("peak_time", "INTEGER", "First program-order step at which temp_peak_bytes is reached."),
+    ),
+)
+
+DIAGNOSTICS = Table(
+    "diagnostics",
+    "Warnings about loaded modules and errors of modules that failed to load.",
+    (
+        _c("run_id", "BIGINT", "Ingest run that reported it.", False),
+        _c("module_id", "BIGINT", "Module it concerns when it was loaded (warnings), else NULL."),
+        _c("path", "VARCHAR", "File the message is about.", False),
+        _c("line", "INTEGER", "1-based line in that file; 0 when about the whole file."),
+        _c("severity", "VARCHAR", "error (module not loaded) or warning (loaded).", False),
+        _c("message", "VARCHAR", "What was expected and what was found.", False),
+    ),
+    per_module=False,
+)
+
+MEMORY_SPACES = Table(
+    "memory_spaces",
+    "Reference: names of memory spaces (colors) per backend. Colors are backend-specific integers.",
+    (
+        _c("backend", "VARCHAR", "cpu, gpu, tpu or unknown.", False),
+        _c("color", "INTEGER", "Memory space number (allocation color, layout S(n)).", False),
+        _c("name", "VARCHAR", "Short name, e.g. HBM, VMEM, host.", False),
+        _c("description", "VARCHAR", "What the space is and where the mapping comes from."),
+    ),
+    per_module=False,
+)
+
+SCHEMA_INFO = Table(
+    "schema_info",
+    "Key-value facts about the warehouse itself, e.g. schema_version.",
+    (
+        _c("key", "VARCHAR", "Fact name.", False),
+        _c("value", "VARCHAR", "Fact value.", False),
+    ),
+    per_module=False,
+)
+
+#: Tables filled per module by ingest, in load order.
+MODULE_TABLES: tuple[Table, ...] = (
+    ALLOCATIONS,
+    VALUES,
+    ASSIGNMENTS,
+    POSITIONS,
+    USES,
+    INSTRUCTIONS,
+    SEQUENCE,
+    LIVE_RANGES,
+    PEAK_VALUES,
+    STACK_TRACE,
+    USAGE_REPORT,
+    HEAP_PEAKS,
+)
+
+TABLES: tuple[Table, ...] = (
+    SCHEMA_INFO,
+    RUNS,
+    MODULES,
+    LABELS,
+    *MODULE_TABLES,
+    DIAGNOSTICS,
+    MEMORY_SPACES,
+)
+
+TABLES_BY_NAME = {t.name: t for t in TABLES}
+
+#: Seed rows of memory_spaces: (backend, color, name, description).
+MEMORY_SPACE_NAMES: tuple[tuple[str, int, str, str], ...] = (
+    ("cpu", 0, "host", "Host RAM; the CPU backend uses color 0 only."),
+    ("gpu", 0, "device", "GPU device memory (gpu_memory_space_assignment.h kDefault)."),
+    ("gpu", 1, "collective", "Symmetric / NCCL user-buffer / NVSHMEM memory for collectives (kCollective)."),
+    ("gpu", 2, "temp", "Combined temp buffer with --xla_gpu_temp_buffer_use_separate_color (kTempBuffer)."),
+    ("gpu", 5, "host", "Pinned host memory for offloading (Layout::kHostMemorySpace)."),
+    ("gpu", 6, "unpinned-host", "Unpinned host memory (Layout::kUnpinnedHostMemorySpace, 2026-05+)."),
+    ("tpu", 0, "HBM", "High-bandwidth device memory (XProf memory viewer names)."),
+    ("tpu", 1, "VMEM", "On-chip vector memory that memory-space assignment prefetches into."),
+    ("tpu", 2, "SFlag", "Sync flags (XProf memory viewer)."),
+    ("tpu", 3, "CMEM", "Common memory (XProf memory viewer)."),
+    ("tpu", 4, "SMEM", "Scalar memory (XProf memory viewer)."),
+    ("tpu", 5, "Host", "Host memory (XProf memory viewer)."),
+    ("tpu", 6, "SparseCore", "XProf names 6 SparseCore; dumps show scalars here, which some tools call SMEM."),
+    ("unknown", 0, "default", "Default memory space (Layout::kDefaultMemorySpace)."),
+    ("unknown", 1, "fast", "Generic fast memory (Layout::kGenericFastMemorySpace)."),
+    ("unknown", 5, "host", "Host memory (Layout::kHostMemorySpace)."),
+    ("unknown", 6, "unpinned-host", "Unpinned host memory (Layout::kUnpinnedHostMemorySpace)."),
+)
