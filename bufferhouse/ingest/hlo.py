@@ -1,0 +1,290 @@
+"""Parse HLO instruction text (``HloInstruction::ToString``) and HLO stack-frame tables.
+
+The instruction text is what dumps print after ``from instruction:``; the stack-frame tables
+head the optimized HLO module text of newer XLA and resolve ``stack_frame_id`` in metadata.
+Only the fields the warehouse stores are extracted; unknown attributes are skipped.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from bufferhouse.ingest.shapes import ShapeSyntaxError, parse_shape_at
+
+__all__ = [
+    "Instruction",
+    "InstructionSyntaxError",
+    "SourceLocation",
+    "parse_instruction",
+    "parse_stack_frames",
+]
+
+
+class InstructionSyntaxError(ValueError):
+    """Instruction text that does not follow the grammar; ``pos`` is a 0-based offset."""
+
+    def __init__(self, expected: str, text: str, pos: int) -> None:
+        self.text = text
+        self.pos = pos
+        snippet = text[max(0, pos - 30) : pos + 30]
+        super().__init__(f"expected {expected} at offset {pos}: ...{snippet!r}...")
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """The parts of one HLO instruction that buffer analysis needs (names without '%')."""
+
+    name: str
+    shape: str
+    opcode: str
+    operands: tuple[str, ...]
+    parameter_number: int | None = None
+    fusion_kind: str | None = None
+    called: tuple[str, ...] = ()
+    op_name: str | None = None
+    op_type: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    stack_frame_id: int | None = None
+    custom_call_target: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    """Where a stack frame points: file, line, function and column, each None if not printed."""
+
+    file: str | None
+    line: int | None
+    function: str | None
+    column: int | None
+
+
+_HEAD = re.compile(r"\s*(?:ROOT\s+)?%?([^\s=%]+) = ")
+_OPCODE = re.compile(r" +([a-z][a-z0-9_-]*)\(")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_KEY = re.compile(r",\s*([A-Za-z_][A-Za-z0-9_.\-]*)=")
+_PARAM = re.compile(r"\s*([0-9]{1,19})\s*")
+_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+_CALLED_KEYS = frozenset(
+    {
+        "calls",
+        "to_apply",
+        "body",
+        "condition",
+        "branch_computations",
+        "true_computation",
+        "false_computation",
+        "called_computations",
+        "async_wrapped",
+        "select",
+        "scatter",
+    }
+)
+# Opcodes whose parenthesised arguments are literals, not operand names.
+_LITERAL_ARGS = frozenset({"constant", "parameter"})
+_CLOSE = {"(": ")", "{": "}", "[": "]"}
+_ESCAPES = {"n": 10, "t": 9, "r": 13, '"': 34, "'": 39, "\\": 92, "?": 63, "a": 7, "b": 8,
+            "f": 12, "v": 11}  # fmt: skip
+
+
+def _scan(text: str, pos: int, stops: str) -> int:
+    """Offset of the first char of ``stops`` at bracket depth 0 from ``pos`` (skips strings)."""
+    stack: list[str] = []
+    i, n = pos, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+            if i >= n:
+                raise InstructionSyntaxError("a closing '\"'", text, n)
+        elif not stack and c in stops:
+            return i
+        elif c in _CLOSE:
+            stack.append(_CLOSE[c])
+        elif c in ")}]" and (not stack or stack.pop() != c):
+            raise InstructionSyntaxError("balanced brackets", text, i)
+        i += 1
+    if stack:
+        raise InstructionSyntaxError(f"{stack[-1]!r}", text, n)
+    return n
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` chars outside brackets and strings."""
+    parts, pos = [], 0
+    while pos <= len(text):
+        end = _scan(text, pos, sep)
+        parts.append(text[pos:end])
+        pos = end + 1
+    return parts
+
+
+def _utf8(c: str) -> bytes:
+    return c.encode("utf-8", "surrogatepass")
+
+
+def _unquote(value: str) -> str:
+    """Undo ``absl::CEscape`` of a quoted value (octal escapes are raw UTF-8 bytes)."""
+    if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+        return value
+    body = value[1:-1]
+    if "\\" not in body:
+        return body
+    out, i = bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\" or i + 1 == len(body):
+            out += _utf8(c)
+            i += 1
+            continue
+        nxt = body[i + 1]
+        octal = re.match(r"[0-7]{1,3}", body[i + 1 : i + 4])
+        hexa = re.match(r"x([0-9a-fA-F]{1,2})", body[i + 1 : i + 4])
+        if octal:
+            out.append(int(octal.group(), 8) & 0xFF)
+            i += 1 + octal.end()
+        elif hexa:
+            out.append(int(hexa.group(1), 16))
+            i += 1 + hexa.end()
+        else:
+            out += bytes([_ESCAPES[nxt]]) if nxt in _ESCAPES else _utf8(nxt)
+            i += 2
+    return out.decode("utf-8", errors="replace")
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return int(value) if value and re.fullmatch(r"-?[0-9]{1,19}", value) else None
+
+
+def _metadata(body: str) -> dict[str, str]:
+    """``metadata={k=v k="quoted v" ...}``: space-separated pairs, quoted values unescaped."""
+    fields: dict[str, str] = {}
+    for part in _split_top(body.strip(), " "):
+        key, eq, value = part.partition("=")
+        if eq:
+            fields[key] = _unquote(value)
+    return fields
+
+
+def _operand_names(args: str, text: str, offset: int) -> tuple[str, ...]:
+    """Operand names from the text between the opcode's parentheses."""
+    names = []
+    for part in _split_top(_COMMENT.sub(" ", args)):
+        part = part.strip()
+        if not part:
+            continue
+        token = part.rsplit("%", 1)[1] if "%" in part else part.rsplit(None, 1)[-1]
+        m = _NAME.match(token)
+        if not m:
+            raise InstructionSyntaxError("an operand name", text, offset)
+        names.append(m.group())
+    return tuple(names)
+
+
+def parse_instruction(text: str) -> Instruction:
+    """Parse ``[ROOT ]%name = SHAPE opcode(operands), key=value, ...``."""
+    head = _HEAD.match(text)
+    if not head:
+        raise InstructionSyntaxError("'%name = '", text, 0)
+    try:
+        _, shape_end = parse_shape_at(text, head.end())
+    except ShapeSyntaxError as e:
+        raise InstructionSyntaxError(f"a shape ({e})", text, e.pos) from None
+    op = _OPCODE.match(text, shape_end)
+    if not op:
+        raise InstructionSyntaxError("' opcode('", text, shape_end)
+    opcode = op.group(1)
+    close = _scan(text, op.end(), ")")
+    if close == len(text):
+        raise InstructionSyntaxError("')' closing the operand list", text, close)
+    args = text[op.end() : close]
+
+    fields: dict[str, str] = {}
+    called: list[str] = []
+    pos, end = close + 1, len(text.rstrip())
+    while pos < end:
+        m = _KEY.match(text, pos)
+        if not m:
+            raise InstructionSyntaxError("', key=value'", text, pos)
+        key, pos = m.group(1), _scan(text, m.end(), ",")
+        value = text[m.end() : pos].strip()
+        if key in _CALLED_KEYS:
+            called += re.findall(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)", value)
+        elif key == "metadata" and value.startswith("{") and value.endswith("}"):
+            fields.update(_metadata(value[1:-1]))
+        elif key in ("kind", "custom_call_target"):
+            fields[key] = _unquote(value)
+
+    parameter_number = None
+    if opcode in _LITERAL_ARGS:
+        operands: tuple[str, ...] = ()
+        if opcode == "parameter":
+            param = _PARAM.fullmatch(args)
+            parameter_number = int(param.group(1)) if param else None
+    else:
+        operands = _operand_names(args, text, op.end())
+
+    return Instruction(
+        name=head.group(1),
+        shape=text[head.end() : shape_end],
+        opcode=opcode,
+        operands=operands,
+        parameter_number=parameter_number,
+        fusion_kind=fields.get("kind"),
+        called=tuple(called),
+        op_name=fields.get("op_name"),
+        op_type=fields.get("op_type"),
+        source_file=fields.get("source_file"),
+        source_line=_int_or_none(fields.get("source_line")),
+        stack_frame_id=_int_or_none(fields.get("stack_frame_id")),
+        custom_call_target=fields.get("custom_call_target"),
+    )
+
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+_ENTRY = re.compile(r"([0-9]{1,19}) (.*)")
+_PAIR = re.compile(r"([a-z_]+)=(-?[0-9]{1,19})")
+
+
+def parse_stack_frames(lines: Iterable[str]) -> dict[int, SourceLocation]:
+    """Map stack-frame id -> location of that frame, from the tables atop an HLO module.
+
+    Reads the ``HloModule`` line, blank lines and the four tables, and stops at the first
+    other line (the first computation), so a lazily read file is only read that far.
+    """
+    tables: dict[str, dict[int, str]] = {t: {} for t in _TABLES}
+    current: dict[int, str] | None = None
+    for raw in lines:
+        line = raw.rstrip("\r\n")
+        if not line.strip() or (current is None and line.startswith("HloModule")):
+            continue
+        if line in tables:
+            current = tables[line]
+            continue
+        entry = _ENTRY.fullmatch(line)
+        if current is None or entry is None:
+            break
+        current[int(entry.group(1))] = entry.group(2)
+
+    def attrs(text: str) -> dict[str, int]:
+        return {k: int(v) for k, v in _PAIR.findall(text)}
+
+    def name(table: str, key: int | None) -> str | None:
+        value = tables[table].get(key) if key is not None else None
+        return None if value is None else _unquote(value)
+
+    locations = {k: attrs(v) for k, v in tables["FileLocations"].items()}
+    frames: dict[int, SourceLocation] = {}
+    for frame_id, text in tables["StackFrames"].items():
+        loc = locations.get(attrs(text).get("file_location_id", -1), {})
+        frames[frame_id] = SourceLocation(
+            file=name("FileNames", loc.get("file_name_id")),
+            line=loc.get("line"),
+            function=name("FunctionNames", loc.get("function_name_id")),
+            column=loc.get("column"),
+        )
+    return frames
