@@ -7,6 +7,6 @@ __version__ = "0.1.0"
 
 # Imported last, so that the `ingest` function (not the `ingest` stage package)
 # is what `bufferhouse.ingest` names.
-from bufferhouse.api import connect, ingest  # noqa: E402
+from bufferhouse.api import connect, ingest, query, sql
 
-__all__ = ["__version__", "connect", "ingest"]
+__all__ = ["__version__", "connect", "ingest", "query", "sql"]

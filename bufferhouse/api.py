@@ -53,3 +53,25 @@ def _install_macros(con: duckdb.DuckDBPyConnection) -> None:
 def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True, wait: float = 0.0):
     """A DuckDB connection to the warehouse (read-only unless asked)."""
     return _connect(db, read_only=read_only, wait=wait)
+
+
+def query(name: str, db: str | os.PathLike[str] | None = None, **params: object):
+    """Run a canned query on the warehouse; returns a pyarrow Table.
+
+    >>> bufferhouse.query("peak-buffers", db="fleet.duckdb", module="jit_train_step")
+    """
+    from bufferhouse import queries
+
+    q = queries.get(name)  # fail on an unknown name before opening anything
+    with _connect(db, read_only=True) as con:
+        queries.use_package_views(con)
+        return queries.run(con, q.name, params)
+
+
+def sql(text: str, db: str | os.PathLike[str] | None = None, params: list | dict | None = None):
+    """Run ad-hoc SQL (read-only) on the warehouse; returns a pyarrow Table."""
+    from bufferhouse import queries
+
+    with _connect(db, read_only=True) as con:
+        queries.use_package_views(con)
+        return queries.run_sql(con, text, params)

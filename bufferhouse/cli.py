@@ -14,7 +14,7 @@ import click
 
 import bufferhouse
 from bufferhouse.errors import BufferhouseError
-from bufferhouse.schema.warehouse import ENV_DB, default_db
+from bufferhouse.schema.warehouse import ENV_DB
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
 
@@ -48,13 +48,30 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--db", default=None, help=DB_HELP)
-@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the modules (repeatable).")
+@click.option(
+    "--label", "labels", multiple=True, metavar="KEY=VALUE", help="Label the modules (repeatable)."
+)
 @click.option("--strict", is_flag=True, help="Stop at the first module that fails.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parser processes (default: all cores).")
-@click.option("--wait", type=click.FloatRange(min=0), default=30.0, show_default=True,
-              help="Seconds to wait for another process to release the warehouse.")
-@click.option("--max-bytes", type=click.IntRange(min=1), default=None,
-              help="Skip (as failed) any module with more text than this, after decompression.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parser processes (default: all cores).",
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for another process to release the warehouse.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Skip (as failed) any module with more text than this, after decompression.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress, only the summary.")
 @_handle_errors
 def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet) -> None:
@@ -80,7 +97,14 @@ def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet) -> None:
             click.echo(f"[{done}/{total}] modules", err=True)
 
     report = bufferhouse.ingest(
-        paths, db, labels=labels, strict=strict, jobs=jobs, wait=wait, max_bytes=max_bytes, progress=progress
+        paths,
+        db,
+        labels=labels,
+        strict=strict,
+        jobs=jobs,
+        wait=wait,
+        max_bytes=max_bytes,
+        progress=progress,
     )
     if interactive:
         click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
@@ -99,6 +123,143 @@ def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet) -> None:
     if report.stopped_early:
         click.echo("stopped at the first failure (--strict)", err=True)
     sys.exit(0 if report.ok else 1)
+
+
+def _parse_params(pairs: tuple[str, ...]) -> dict[str, str]:
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE", param_hint="--param")
+        params[key.strip()] = value
+    return params
+
+
+def _emit(table, fmt: str | None, output: str | None, limit: int | None) -> None:
+    from bufferhouse.render import render
+
+    if limit is not None:
+        table = table.slice(0, limit)
+    if fmt is None:
+        fmt = (
+            "parquet"
+            if output and output.endswith(".parquet")
+            else ("table" if output is None and sys.stdout.isatty() else "csv")
+        )
+    if fmt == "parquet":
+        if output is None:
+            if sys.stdout.isatty():
+                raise click.UsageError("parquet output is binary: pass -o FILE")
+            render(table, fmt, sys.stdout.buffer)
+        else:
+            with open(output, "wb") as f:
+                render(table, fmt, f)
+    elif output is None:
+        render(table, fmt, sys.stdout)
+    else:
+        with open(output, "w", encoding="utf-8", newline="") as f:
+            render(table, fmt, f)
+    if output is not None:
+        click.echo(f"{table.num_rows} rows -> {output}", err=True)
+
+
+_FORMAT = click.option(
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json", "markdown", "parquet"]),
+    default=None,
+    help="Output format (default: table on a terminal, csv otherwise; parquet for -o *.parquet).",
+)
+_OUTPUT = click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write to FILE instead of stdout.",
+)
+_LIMIT = click.option(
+    "--limit", type=click.IntRange(min=0), default=None, help="Print at most N rows."
+)
+
+
+@main.group(invoke_without_command=True)
+@click.pass_context
+def queries(ctx) -> None:
+    """List the canned queries, or show one with `queries show NAME`.
+
+    Example: bufferhouse queries show peak-buffers
+    """
+    if ctx.invoked_subcommand is None:
+        from bufferhouse import queries as q
+
+        width = max(len(x.name) for x in q.queries())
+        for x in q.queries():
+            click.echo(f"{x.name:<{width}}  {x.description}")
+
+
+@queries.command("show")
+@click.argument("name")
+@_handle_errors
+def queries_show(name: str) -> None:
+    """Describe a canned query: parameters, columns, notes and its SQL.
+
+    Example: bufferhouse queries show heap-timeline
+    """
+    from bufferhouse import queries as q
+
+    x = q.get(name)
+    click.echo(f"{x.name}: {x.description}\n")
+    click.echo("parameters:" if x.params else "parameters: none")
+    for p in x.params:
+        click.echo(f"  {p.name} {p.type} = {p.default}: {p.doc}")
+    click.echo("\ncolumns:")
+    for c, doc in x.columns:
+        click.echo(f"  {c}: {doc}")
+    for note in x.notes:
+        click.echo(f"\nnote: {note}")
+    args = ", ".join(f"{p.name} := {p.default}" for p in x.params)
+    click.echo(f"\nin the duckdb shell: FROM {x.macro_name}({args})\n")
+    click.echo(x.sql)
+
+
+@main.command()
+@click.argument("name")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Query parameter (repeatable).",
+)
+@click.option("--db", default=None, help=DB_HELP)
+@_FORMAT
+@_OUTPUT
+@_LIMIT
+@_handle_errors
+def query(name, params, db, fmt, output, limit) -> None:
+    """Run a canned query (see `bufferhouse queries`).
+
+    Example: bufferhouse query peak-buffers --param module=jit_train_step --format csv -o peak.csv
+    """
+    table = bufferhouse.query(name, db, **_parse_params(params))
+    _emit(table, fmt, output, limit)
+
+
+@main.command("sql")
+@click.argument("text")
+@click.option("--db", default=None, help=DB_HELP)
+@_FORMAT
+@_OUTPUT
+@_LIMIT
+@_handle_errors
+def sql_command(text, db, fmt, output, limit) -> None:
+    """Run ad-hoc SQL on the warehouse, read-only, with the same renderers.
+
+    Example: bufferhouse sql "SELECT module_name, total_bytes FROM modules ORDER BY 2 DESC"
+    """
+    _emit(bufferhouse.sql(text, db), fmt, output, limit)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,10 @@ class DumpError(BufferhouseError):
         self.text = text
         super().__init__(self.describe())
 
+    def __reduce__(self):
+        # Rebuilt from the fields, so the error crosses process boundaries intact.
+        return (type(self), (self.path, self.line, self.message, self.text))
+
     def describe(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
         shown = ""

@@ -42,8 +42,20 @@ def _independent_split(text: str) -> tuple[str, str, str, str]:
 
 def test_corpus_data_covers_opcodes():
     opcodes = {_independent_split(t)[2] for t in CORPUS}
-    for op in ("while", "conditional", "fusion", "constant", "parameter", "tuple",
-               "get-tuple-element", "sort", "reduce", "call", "scatter", "dot"):
+    for op in (
+        "while",
+        "conditional",
+        "fusion",
+        "constant",
+        "parameter",
+        "tuple",
+        "get-tuple-element",
+        "sort",
+        "reduce",
+        "call",
+        "scatter",
+        "dot",
+    ):
         assert op in opcodes
     assert len(CORPUS) >= 250
 
@@ -78,7 +90,7 @@ def test_corpus_instructions(text):
 
 def test_fusion_example_from_brief():
     text = (
-        '%fusion.40 = (u32[1]{0:T(128)}, u32[1]{0:T(128)}) fusion(%Arg_0.1), kind=kLoop, '
+        "%fusion.40 = (u32[1]{0:T(128)}, u32[1]{0:T(128)}) fusion(%Arg_0.1), kind=kLoop, "
         'calls=%fused_computation.56, metadata={op_name="jit(_normal)/jit(main)/slice" '
         'source_file="/home/x/pallas_reference.py" source_line=90}, '
         'backend_config={"flag_configs":[],"scoped_memory_configs":[],"used_scoped_memory_'
@@ -107,7 +119,10 @@ def test_metadata_quoting():
     inst = parse_instruction(text)
     assert inst.op_name == 'jit(f)/a "quoted" name=x, y} {'
     assert (inst.op_type, inst.source_file, inst.source_line, inst.stack_frame_id) == (
-        "Add", "/tmp/my dir/f.py", 7, 3
+        "Add",
+        "/tmp/my dir/f.py",
+        7,
+        3,
     )
     assert inst.operands == ("a", "b")
 
@@ -121,30 +136,39 @@ def test_metadata_octal_escapes_are_utf8():
     ("text", "target", "operands", "called"),
     [
         (
-            '%custom-call.1 = f32[4,4]{1,0} custom-call(f32[4,4]{1,0} %p.1), '
+            "%custom-call.1 = f32[4,4]{1,0} custom-call(f32[4,4]{1,0} %p.1), "
             'custom_call_target="Sharding", sharding={replicated}',
-            "Sharding", ("p.1",), (),
+            "Sharding",
+            ("p.1",),
+            (),
         ),
         (
-            '%cublas-gemm.1 = (f32[2,2]{1,0}, s8[0]{0}) custom-call(%p0, %p1), '
+            "%cublas-gemm.1 = (f32[2,2]{1,0}, s8[0]{0}) custom-call(%p0, %p1), "
             'custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":'
             '{"alpha_real":1,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"]}},'
             '"note":"a, b) c\\"d"}',
-            "__cublas$gemm", ("p0", "p1"), (),
+            "__cublas$gemm",
+            ("p0", "p1"),
+            (),
         ),
         (
-            '%tpu_custom_call.3 = (f32[8,128]{1,0:T(8,128)}, u8[1024]{0}) custom-call('
+            "%tpu_custom_call.3 = (f32[8,128]{1,0:T(8,128)}, u8[1024]{0}) custom-call("
             '%get-tuple-element.3, %copy.4), custom_call_target="tpu_custom_call", '
-            'called_computations={%body.1, %cond.2}, api_version=API_VERSION_STATUS_RETURNING, '
-            'operand_layout_constraints={f32[8,128]{1,0}, f32[128]{0}}',
-            "tpu_custom_call", ("get-tuple-element.3", "copy.4"), ("body.1", "cond.2"),
+            "called_computations={%body.1, %cond.2}, api_version=API_VERSION_STATUS_RETURNING, "
+            "operand_layout_constraints={f32[8,128]{1,0}, f32[128]{0}}",
+            "tpu_custom_call",
+            ("get-tuple-element.3", "copy.4"),
+            ("body.1", "cond.2"),
         ),
     ],
 )
 def test_custom_call(text, target, operands, called):
     inst = parse_instruction(text)
     assert (inst.opcode, inst.custom_call_target, inst.operands, inst.called) == (
-        "custom-call", target, operands, called
+        "custom-call",
+        target,
+        operands,
+        called,
     )
 
 
@@ -177,7 +201,9 @@ def test_name_opcode_operands(text, expected):
 def test_parameter_and_called_computations():
     inst = parse_instruction("%p = (f32[], u32[]{:T(128)S(6)}) parameter(12), sharding={maximal}")
     assert (inst.parameter_number, inst.operands, inst.shape) == (
-        12, (), "(f32[], u32[]{:T(128)S(6)})"
+        12,
+        (),
+        "(f32[], u32[]{:T(128)S(6)})",
     )
     inst = parse_instruction(
         "%w = (s32[], f32[]) while(%t), condition=%cond.1, body=%body.2, "
@@ -251,12 +277,21 @@ def test_stack_frames_absent_or_odd():
     no_tables = ["HloModule m, is_scheduled=true\n", "\n", "%f (p: f32[]) -> f32[] {\n"]
     assert parse_stack_frames(iter(no_tables)) == {}
     crlf = [
-        "HloModule m\r\n", "\r\n", "FileNames\r\n", '1 "dir with \\"q\\"/a.py"\r\n',
-        "FunctionNames\r\n", '1 "f"\r\n', "FileLocations\r\n",
+        "HloModule m\r\n",
+        "\r\n",
+        "FileNames\r\n",
+        '1 "dir with \\"q\\"/a.py"\r\n',
+        "FunctionNames\r\n",
+        '1 "f"\r\n',
+        "FileLocations\r\n",
         "1 {file_name_id=1 function_name_id=1 line=3 end_line=3 column=0 end_column=9}\r\n",
-        "2 {file_name_id=9 line=4}\r\n", "StackFrames\r\n",
-        "1 {file_location_id=1 parent_frame_id=1}\r\n", "2 {file_location_id=2}\r\n",
-        "3 {file_location_id=7 parent_frame_id=1}\r\n", "\r\n", "ENTRY %main () -> () {\r\n",
+        "2 {file_name_id=9 line=4}\r\n",
+        "StackFrames\r\n",
+        "1 {file_location_id=1 parent_frame_id=1}\r\n",
+        "2 {file_location_id=2}\r\n",
+        "3 {file_location_id=7 parent_frame_id=1}\r\n",
+        "\r\n",
+        "ENTRY %main () -> () {\r\n",
         "1 {file_location_id=1}\r\n",
     ]
     assert parse_stack_frames(crlf) == {

@@ -165,8 +165,10 @@ def test_tuples_and_markers():
 
 def test_format_markers_every_five_at_each_level():
     inner = "(s8[], s8[], s8[], s8[], s8[], /*index=5*/s8[])"
-    text = f"(f32[], f32[], f32[], f32[], f32[], /*index=5*/{inner}, f32[], f32[], f32[], f32[], " \
+    text = (
+        f"(f32[], f32[], f32[], f32[], f32[], /*index=5*/{inner}, f32[], f32[], f32[], f32[], "
         "/*index=10*/f32[2,<=3,?])"
+    )
     assert format_without_layout(parse_shape(text)) == text
     # Markers are regenerated from positions, whether or not the input had them.
     assert format_without_layout(parse_shape("(f32[],f32[],f32[],f32[],f32[],f32[])")) == (
@@ -187,8 +189,11 @@ def test_format_markers_every_five_at_each_level():
         ("pred[256,128]{1,0}", 32768),
         ("c64[64,256]{1,0}", 131072),
         ("f16[3,5]{1,0}", 30),
-        ("(pred[256,128]{1,0}, pred[256,128]{1,0}, s32[256]{0}, f32[256,128]{1,0}, "
-         "pred[128]{0}, /*index=5*/u8[256,16]{1,0})", 48),
+        (
+            "(pred[256,128]{1,0}, pred[256,128]{1,0}, s32[256]{0}, f32[256,128]{1,0}, "
+            "pred[128]{0}, /*index=5*/u8[256,16]{1,0})",
+            48,
+        ),
         ("()", 0),
         ("s4[3,5]{1,0:E(4)}", 8),  # ceil(15 * 4 / 8)
         ("s4[3,5]{1,0}", 15),  # no E(n): one byte per element
@@ -214,8 +219,21 @@ def test_byte_size_pointer_size():
 
 
 def test_element_bytes():
-    expected = {"f32": 4, "bf16": 2, "c64": 8, "c128": 16, "f8e5m2": 1, "pred": 1, "s64": 8,
-                "u4": 1, "f4e2m1fn": 1, "f6e3m2fn": 1, "f8e8m0fnu": 1, "token": None, "zz": None}
+    expected = {
+        "f32": 4,
+        "bf16": 2,
+        "c64": 8,
+        "c128": 16,
+        "f8e5m2": 1,
+        "pred": 1,
+        "s64": 8,
+        "u4": 1,
+        "f4e2m1fn": 1,
+        "f6e3m2fn": 1,
+        "f8e8m0fnu": 1,
+        "token": None,
+        "zz": None,
+    }
     assert {t: element_bytes(t) for t in expected} == expected
 
 

@@ -12,7 +12,10 @@ import os
 import socket
 import time
 import traceback
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -90,7 +93,9 @@ class _Parsed:
     error: DumpError | None = None
 
 
-def parse_files(files: ModuleFiles, known: frozenset[str] | set[str] = frozenset(), max_bytes: int | None = None) -> _Parsed:
+def parse_files(
+    files: ModuleFiles, known: frozenset[str] | set[str] = frozenset(), max_bytes: int | None = None
+) -> _Parsed:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises."""
     if files.problems and files.buffer_assignment is None:
         return _Parsed("failed", error=files.problems[0])
@@ -123,11 +128,15 @@ def parse_files(files: ModuleFiles, known: frozenset[str] | set[str] = frozenset
     return _Parsed("parsed", digest, nbytes, row, tables, warnings)
 
 
-def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, module_id: int, nbytes: int) -> dict:
+def _module_row(
+    files: ModuleFiles, parsed: ParsedModule, digest: str, module_id: int, nbytes: int
+) -> dict:
     parts = stem_parts(files.stem)
     facts = parsed.facts
     backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
-    paths = [p for _, p in files.dump_files()] + ([files.hlo] if files.hlo and "hlo" in parsed.sections else [])
+    paths = [p for _, p in files.dump_files()] + (
+        [files.hlo] if files.hlo and "hlo" in parsed.sections else []
+    )
     return {
         "module_id": module_id,
         "content_hash": digest,
@@ -162,8 +171,67 @@ def _init_worker(known: frozenset[str], max_bytes: int | None) -> None:
     _known, _max_bytes = known, max_bytes
 
 
-def _work(files: ModuleFiles) -> tuple[ModuleFiles, _Parsed]:
-    return files, parse_files(files, _known, _max_bytes)
+def _work(files: ModuleFiles) -> _Parsed:
+    return parse_files(files, _known, _max_bytes)
+
+
+def _parse_in_workers(
+    groups: list[ModuleFiles], jobs: int, known: frozenset[str], max_bytes: int | None
+) -> Iterator[tuple[ModuleFiles, _Parsed]]:
+    """Parse in worker processes, yielding results in input order.
+
+    At most 2 x jobs modules are in flight, so memory stays bounded however
+    large the tree. A worker that dies (out of memory, a crash in a native
+    library) fails only the module it was parsing: the pool is rebuilt and the
+    module is retried alone once, to tell the culprit from its neighbours.
+    """
+    ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
+
+    def new_pool(workers: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            workers, mp_context=ctx, initializer=_init_worker, initargs=(known, max_bytes)
+        )
+
+    pool = new_pool(jobs)
+    pending: deque[tuple[ModuleFiles, Future[_Parsed]]] = deque()
+    todo = iter(groups)
+    try:
+        while True:
+            while len(pending) < 2 * jobs:
+                nxt = next(todo, None)
+                if nxt is None:
+                    break
+                pending.append((nxt, pool.submit(_work, nxt)))
+            if not pending:
+                return
+            files, future = pending.popleft()
+            try:
+                yield files, future.result()
+                continue
+            except BrokenProcessPool:
+                pass
+            pool.shutdown(wait=False, cancel_futures=True)
+            alone = new_pool(1)
+            try:
+                yield files, alone.submit(_work, files).result()
+            except BrokenProcessPool:
+                yield (
+                    files,
+                    _Parsed(
+                        "failed",
+                        error=DumpError(
+                            files.display,
+                            0,
+                            "the parser process died (out of memory?); module skipped",
+                        ),
+                    ),
+                )
+            finally:
+                alone.shutdown(wait=False, cancel_futures=True)
+            pool = new_pool(jobs)
+            pending = deque((f, pool.submit(_work, f)) for f, _ in pending)
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def parse_labels(labels: Iterable[str]) -> list[tuple[str, str]]:
@@ -217,17 +285,13 @@ def ingest_paths(
             ],
         )
         known = {r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()}
-        jobs = jobs or os.cpu_count() or 1
-        jobs = max(1, min(jobs, len(groups)))
+        jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
         if jobs == 1:
             results: Iterable[tuple[ModuleFiles, _Parsed]] = (
                 (g, parse_files(g, known, max_bytes)) for g in groups
             )
-            pool = None
         else:
-            ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "forkserver")
-            pool = ctx.Pool(jobs, initializer=_init_worker, initargs=(frozenset(known), max_bytes))
-            results = pool.imap(_work, groups, chunksize=1)
+            results = _parse_in_workers(groups, jobs, frozenset(known), max_bytes)
         try:
             for files, result in results:
                 outcome = _commit(con, files, result, run_id, label_pairs, known)
@@ -238,9 +302,9 @@ def ingest_paths(
                     report.stopped_early = len(report.outcomes) < len(groups)
                     break
         finally:
-            if pool is not None:
-                pool.terminate()
-                pool.join()
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
         report.seconds = time.monotonic() - started
         return report
     finally:
@@ -264,4 +328,6 @@ def _commit(con, files: ModuleFiles, result: _Parsed, run_id: int, labels, known
     row = dict(result.module_row, run_id=run_id)
     load_module(con, row, result.tables, labels, result.warnings, run_id)
     known.add(result.content_hash)
-    return ModuleOutcome(files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read)
+    return ModuleOutcome(
+        files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+    )

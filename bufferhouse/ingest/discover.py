@@ -13,7 +13,6 @@ import gzip
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bufferhouse.errors import DumpError
 
@@ -147,26 +146,31 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
                     )
                     missing.append(mf)
                 continue
-            role, stem = "buffer_assignment", base[: -len(".txt")] if base.endswith(".txt") else base
+            role, stem = (
+                "buffer_assignment",
+                base[: -len(".txt")] if base.endswith(".txt") else base,
+            )
         else:
             role, stem = role_stem
         mf = groups.setdefault((directory, stem), ModuleFiles(directory, stem))
         if getattr(mf, role) is not None:
             # foo.txt and foo.txt.gz side by side: prefer the plain file, say so.
             mf.problems.append(
-                DumpError(path, 0, f"duplicate {role} file for this module; using {getattr(mf, role)}")
+                DumpError(
+                    path, 0, f"duplicate {role} file for this module; using {getattr(mf, role)}"
+                )
             )
             continue
         setattr(mf, role, path)
 
     for (directory, stem), mf in groups.items():
         for candidate in (stem + ".txt", stem + ".txt.gz"):
-            if candidate in hlo_names.get(directory, ()) or (
-                directory not in hlo_names and os.path.isfile(os.path.join(directory, candidate))
-            ):
-                if os.path.join(directory, candidate) != mf.buffer_assignment:
-                    mf.hlo = os.path.join(directory, candidate)
-                    break
+            path = os.path.join(directory, candidate)
+            listed = candidate in hlo_names.get(directory, ())
+            exists = listed or (directory not in hlo_names and os.path.isfile(path))
+            if exists and path != mf.buffer_assignment:
+                mf.hlo = path
+                break
         if mf.buffer_assignment is None:
             first = next(p for _, p in mf.dump_files())
             mf.problems.append(

@@ -34,7 +34,9 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table
     view = f"_bh_load_{table_name}"
     con.register(view, data)
     try:
-        con.execute(f"INSERT INTO {quote_identifier(table_name)} SELECT * FROM {quote_identifier(view)}")
+        con.execute(
+            f"INSERT INTO {quote_identifier(table_name)} SELECT * FROM {quote_identifier(view)}"
+        )
     finally:
         con.unregister(view)
 
@@ -64,12 +66,15 @@ def load_module(
         raise
 
 
-def add_labels(con: duckdb.DuckDBPyConnection, module_id: int, labels: list[tuple[str, str]]) -> int:
+def add_labels(
+    con: duckdb.DuckDBPyConnection, module_id: int, labels: list[tuple[str, str]]
+) -> int:
     """Attach labels a module does not have yet; returns how many were new."""
     added = 0
     for key, value in labels:
         exists = con.execute(
-            "SELECT 1 FROM labels WHERE module_id = ? AND key = ? AND value = ?", [module_id, key, value]
+            "SELECT 1 FROM labels WHERE module_id = ? AND key = ? AND value = ?",
+            [module_id, key, value],
         ).fetchone()
         if not exists:
             con.execute("INSERT INTO labels VALUES (?, ?, ?)", [module_id, key, value])

@@ -32,9 +32,7 @@ _LR_HEADER = re.compile(r"HloLiveRange \(max (\d+)\):$")
 _SEQ = re.compile(r"    (\d+):(\S+)$")
 _BLR = re.compile(r"    ([^ {}:]+)(\{[0-9,]*\}):(\d+)-(\d+)$")
 _PEAK_HEADER = re.compile(r"  Live ranges at (\d+) \(peak\):$")
-_PEAK = re.compile(
-    r"    ([^ {}:]+)(\{[0-9,]*\})?: (\d+) bytes(?: \(cumulative: (\d+) bytes\))?$"
-)
+_PEAK = re.compile(r"    ([^ {}:]+)(\{[0-9,]*\})?: (\d+) bytes(?: \(cumulative: (\d+) bytes\))?$")
 _SPACED = r"(\d{1,3}(?: \d{3})*)"
 _TRACE_HEADER = re.compile(r"  Stack trace breakdown for peak usage: " + _SPACED + " bytes$")
 _TRACE_LINE = re.compile(
@@ -152,7 +150,9 @@ class _Parser:
             if state == "alloc":
                 if line.startswith(" value: "):
                     if alloc is None:
-                        raise ParseError(path, lineno, "value line before any allocation header", line)
+                        raise ParseError(
+                            path, lineno, "value line before any allocation header", line
+                        )
                     self._value_line(path, lineno, line, alloc)
                     continue
                 if line.startswith("allocation "):
@@ -171,7 +171,9 @@ class _Parser:
                     continue
                 if line == " reused by buffers of a different color:":
                     if alloc is None:
-                        raise ParseError(path, lineno, "cross-color block before any allocation", line)
+                        raise ParseError(
+                            path, lineno, "cross-color block before any allocation", line
+                        )
                     state_cross = alloc
                     self.features.add("cross_color")
                     continue
@@ -183,7 +185,10 @@ class _Parser:
                         block_state != "instr" and "from_instruction" in self.features
                     ):
                         raise ParseError(
-                            path, lineno, f"used value {block['id']} ends before its ' from instruction:' line", line
+                            path,
+                            lineno,
+                            f"used value {block['id']} ends before its ' from instruction:' line",
+                            line,
                         )
                     block = self._used_header(path, lineno, line)
                     block_state = "header"
@@ -200,10 +205,7 @@ class _Parser:
                 elif line == " positions:":
                     block_state = "positions"
                     continue
-                elif line == " uses:":
-                    block_state = "uses"
-                    continue
-                elif line == " uses are not initialized yet.":
+                elif line == " uses:" or line == " uses are not initialized yet.":
                     block_state = "uses"
                     continue
                 elif line.startswith(" from instruction:"):
@@ -217,7 +219,9 @@ class _Parser:
                 elif block_state == "positions":
                     m = _POSITION.match(line)
                     if not m:
-                        raise ParseError(path, lineno, "expected a position '  NAME[ {index}]'", line)
+                        raise ParseError(
+                            path, lineno, "expected a position '  NAME[ {index}]'", line
+                        )
                     block["positions"].append((m.group(1), m.group(2) or "{}"))
                     continue
                 elif block_state == "uses":
@@ -270,7 +274,9 @@ class _Parser:
                 continue
             if state == "used" and block is None and line.startswith("<"):
                 if not _VALUE_HEADER.match(line):
-                    raise ParseError(path, lineno, "expected a value header '<id name @color>'", line)
+                    raise ParseError(
+                        path, lineno, "expected a value header '<id name @color>'", line
+                    )
                 block = self._used_header(path, lineno, line)
                 block_state = "header"
                 continue
@@ -293,22 +299,34 @@ class _Parser:
                 continue
             if state == "start":
                 raise ParseError(
-                    path, lineno, "expected 'BufferAssignment:' (not a buffer-assignment dump?)", line
+                    path,
+                    lineno,
+                    "expected 'BufferAssignment:' (not a buffer-assignment dump?)",
+                    line,
                 )
             raise ParseError(path, lineno, f"unexpected line in the {self._where(state)}", line)
         if last_line == 0:
             raise ParseError(path, 0, "empty file")
         if state == "start":
-            raise ParseError(path, 1, "no 'BufferAssignment:' header (not a buffer-assignment dump?)")
-        if state == "used" and block is not None and block_state != "instr" and (
-            "from_instruction" in self.features
+            raise ParseError(
+                path, 1, "no 'BufferAssignment:' header (not a buffer-assignment dump?)"
+            )
+        if (
+            state == "used"
+            and block is not None
+            and block_state != "instr"
+            and ("from_instruction" in self.features)
         ):
-            raise ParseError(path, last_line, f"file ends inside used value {block['id']} (truncated?)")
+            raise ParseError(
+                path, last_line, f"file ends inside used value {block['id']} (truncated?)"
+            )
         if state == "used" and block is None:
             raise ParseError(path, last_line, "file ends right after 'Used values:' (truncated?)")
         if state == "lr" and self._lr_part != "peak" and self._lr_part != "trace":
             raise ParseError(
-                path, last_line, "HloLiveRange section ends before '  Live ranges at T (peak):' (truncated?)"
+                path,
+                last_line,
+                "HloLiveRange section ends before '  Live ranges at T (peak):' (truncated?)",
             )
 
     def _where(self, state: str) -> str:
@@ -380,7 +398,10 @@ class _Parser:
         value = self.values.get(vid)
         if value is None or value.allocation != alloc.index:
             raise ParseError(
-                path, lineno, f"cross-color value {vid} is not listed in allocation {alloc.index}", line
+                path,
+                lineno,
+                f"cross-color value {vid} is not listed in allocation {alloc.index}",
+                line,
             )
         value.cross_color = True
 
@@ -443,7 +464,9 @@ class _Parser:
         if line.startswith("  Stack trace breakdown for peak usage: "):
             m = _TRACE_HEADER.match(line)
             if not m:
-                raise ParseError(path, lineno, "expected 'Stack trace breakdown ...: N bytes'", line)
+                raise ParseError(
+                    path, lineno, "expected 'Stack trace breakdown ...: N bytes'", line
+                )
             self.trace_total = int(m.group(1).replace(" ", ""))
             self._section("stack_trace")
             self.features.add("stack_trace")
@@ -454,24 +477,36 @@ class _Parser:
         if part == "seq":
             m = _SEQ.match(line)
             if not m:
-                raise ParseError(path, lineno, "expected '    N:instruction' in InstructionSequence", line)
+                raise ParseError(
+                    path, lineno, "expected '    N:instruction' in InstructionSequence", line
+                )
             pos = int(m.group(1))
             if pos != len(self.sequence):
                 raise ParseError(
-                    path, lineno, f"InstructionSequence step {pos}, expected {len(self.sequence)}", line
+                    path,
+                    lineno,
+                    f"InstructionSequence step {pos}, expected {len(self.sequence)}",
+                    line,
                 )
             self.sequence.append(m.group(2))
             return True, trace_stack
         if part == "blr":
             m = _BLR.match(line)
             if not m:
-                raise ParseError(path, lineno, "expected '    name{index}:start-end' in BufferLiveRange", line)
+                raise ParseError(
+                    path, lineno, "expected '    name{index}:start-end' in BufferLiveRange", line
+                )
             start, end = int(m.group(3)), int(m.group(4))
             if end < start:
-                raise ParseError(path, lineno, f"live range ends ({end}) before it starts ({start})", line)
+                raise ParseError(
+                    path, lineno, f"live range ends ({end}) before it starts ({start})", line
+                )
             if self.schedule_length is not None and end > self.schedule_length:
                 raise ParseError(
-                    path, lineno, f"live range end {end} is past the schedule end {self.schedule_length}", line
+                    path,
+                    lineno,
+                    f"live range end {end} is past the schedule end {self.schedule_length}",
+                    line,
                 )
             self.live.append((m.group(1), m.group(2), start, end, lineno))
             return True, trace_stack
@@ -479,7 +514,10 @@ class _Parser:
             m = _PEAK.match(line)
             if not m:
                 raise ParseError(
-                    path, lineno, "expected '    name{index}: N bytes[ (cumulative: M bytes)]'", line
+                    path,
+                    lineno,
+                    "expected '    name{index}: N bytes[ (cumulative: M bytes)]'",
+                    line,
                 )
             if m.group(2) is not None:
                 self.features.add("peak_index")
@@ -498,8 +536,10 @@ class _Parser:
         if part == "trace":
             m = _TRACE_LINE.match(line)
             if not m:
-                raise ParseError(path, lineno, "expected a stack-trace tree line '... (P%, total: ...)'", line)
-            prefix, connector = m.group(1), m.group(2)
+                raise ParseError(
+                    path, lineno, "expected a stack-trace tree line '... (P%, total: ...)'", line
+                )
+            prefix = m.group(1)
             depth = (len(prefix) - 2) // 4
             if depth > len(trace_stack):
                 raise ParseError(path, lineno, "stack-trace node deeper than its parent", line)
@@ -547,7 +587,11 @@ class _Parser:
                 space = None
         if not self.report:
             self.warnings.append(
-                DumpError(path, 0, "memory-usage report without 'Total bytes used' or 'Memory Space' totals")
+                DumpError(
+                    path,
+                    0,
+                    "memory-usage report without 'Total bytes used' or 'Memory Space' totals",
+                )
             )
 
 
@@ -558,7 +602,12 @@ def _alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str,
     n = len(rest)
     while pos < n:
         if not rest.startswith(", ", pos):
-            raise ParseError(path, lineno, f"expected ', ' before an allocation attribute at column {len('allocation ') + pos}", line)
+            raise ParseError(
+                path,
+                lineno,
+                f"expected ', ' before an allocation attribute at column {len('allocation ') + pos}",
+                line,
+            )
         pos += 2
         if rest.startswith("color ", pos):
             m = re.compile(r"color (\d+)").match(rest, pos)
@@ -575,7 +624,9 @@ def _alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str,
             if rest.startswith(", shape |", pos):
                 end = rest.find("|", pos + 9)
                 if end < 0:
-                    raise ParseError(path, lineno, "unterminated '|shape|' in a parameter attribute", line)
+                    raise ParseError(
+                        path, lineno, "unterminated '|shape|' in a parameter attribute", line
+                    )
                 flags["parameter_shape"] = rest[pos + 9 : end]
                 pos = end + 1
             m = re.compile(r" at ShapeIndex (\{[0-9,]*\})").match(rest, pos)
@@ -590,12 +641,16 @@ def _alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str,
             pos = end + 1
         else:
             for word in ("constant", "thread-local", "maybe-live-out", "preallocated-temp"):
-                if rest.startswith(word, pos) and (pos + len(word) == n or rest.startswith(",", pos + len(word))):
+                if rest.startswith(word, pos) and (
+                    pos + len(word) == n or rest.startswith(",", pos + len(word))
+                ):
                     flags[word] = True
                     pos += len(word)
                     break
             else:
-                raise ParseError(path, lineno, f"unknown allocation attribute '{rest[pos:].split(',')[0]}'", line)
+                raise ParseError(
+                    path, lineno, f"unknown allocation attribute '{rest[pos:].split(',')[0]}'", line
+                )
     return flags
 
 
@@ -615,7 +670,10 @@ def _category(a: _Alloc) -> str:
 def _is_temp(a: _Alloc) -> bool:
     f = a.flags
     return not (
-        "parameter_number" in f or f.get("maybe-live-out") or f.get("thread-local") or f.get("constant")
+        "parameter_number" in f
+        or f.get("maybe-live-out")
+        or f.get("thread-local")
+        or f.get("constant")
     )
 
 
@@ -663,20 +721,25 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
             )
         for block in p.used.values():
             if block["text"] is None and "from_instruction" in p.features:
-                raise ParseError(ba_path, block["line"], f"used value {block['id']} has no ' from instruction:' line")
+                raise ParseError(
+                    ba_path,
+                    block["line"],
+                    f"used value {block['id']} has no ' from instruction:' line",
+                )
     split = "split" in p.features
     if not split and p.total is not None and "used_values" not in p.sections:
-        raise ParseError(ba_path, 0, "file ends after 'Total bytes used' without 'Used values:' (truncated?)")
+        raise ParseError(
+            ba_path, 0, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
+        )
     if not split and "from_instruction" in p.features and "live_range" not in p.sections:
         raise ParseError(ba_path, 0, "no HloLiveRange section after Used values (truncated?)")
-    if p.schedule_length is not None:
-        if "live_range" in p.sections and len(p.sequence) != p.schedule_length and p.sequence:
-            raise ParseError(
-                ba_path,
-                0,
-                f"InstructionSequence has {len(p.sequence)} steps but 'HloLiveRange (max {p.schedule_length})' "
-                "(file truncated?)",
-            )
+    if p.schedule_length is not None and len(p.sequence) != p.schedule_length:
+        raise ParseError(
+            ba_path,
+            0,
+            f"InstructionSequence has {len(p.sequence)} steps but 'HloLiveRange (max {p.schedule_length})' "
+            "(file truncated?)",
+        )
     # Resolve live ranges to values by (name, index).
     by_key = {(v.instruction, v.index): v.value_id for v in p.values.values()}
     live_by_key: dict[tuple[str, str], tuple[int, int]] = {}
@@ -691,9 +754,13 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
     for ordinal, (name, index, nbytes, cumulative, line) in enumerate(p.peak):
         key = (name, index if index is not None else "{}")
         if index is not None and key not in live_by_key:
-            raise ParseError(ba_path, line, f"peak list names {name}{index}, which has no BufferLiveRange entry")
+            raise ParseError(
+                ba_path, line, f"peak list names {name}{index}, which has no BufferLiveRange entry"
+            )
         if index is None and not any(k[0] == name for k in live_by_key):
-            raise ParseError(ba_path, line, f"peak list names {name}, which has no BufferLiveRange entry")
+            raise ParseError(
+                ba_path, line, f"peak list names {name}, which has no BufferLiveRange entry"
+            )
         running += nbytes
         if cumulative is not None and cumulative != running:
             raise ParseError(
@@ -710,7 +777,9 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
                 "then per BufferLiveRange (file truncated?)",
             )
     if p.trace and p.trace[-1][5] != 0:
-        raise ParseError(ba_path, 0, "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)")
+        raise ParseError(
+            ba_path, 0, "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)"
+        )
 
     # Instructions: parse each distinct text once.
     frames: dict[int, hlo.SourceLocation] = {}
@@ -728,9 +797,15 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
         except hlo.InstructionSyntaxError as exc:
             parsed_instr[name] = None
             out.warnings.append(
-                DumpError(ba_path, p.used[_first_value(p, name)]["line"], f"instruction text not understood: {exc}")
+                DumpError(
+                    ba_path,
+                    p.used[_first_value(p, name)]["line"],
+                    f"instruction text not understood: {exc}",
+                )
             )
-    if hlo_path and any(i is not None and i.stack_frame_id is not None for i in parsed_instr.values()):
+    if hlo_path and any(
+        i is not None and i.stack_frame_id is not None for i in parsed_instr.values()
+    ):
         try:
             frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
             p._section("hlo")
@@ -739,7 +814,25 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
     for name, text in texts.items():
         ins = parsed_instr[name]
         if ins is None:
-            instr_rows.append((name, None, None, None, None, None, None, None, None, None, None, None, None, None, text))
+            instr_rows.append(
+                (
+                    name,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    None,
+                    text,
+                )
+            )
             continue
         src_file, src_line, src_func = ins.source_file, ins.source_line, None
         if ins.stack_frame_id is not None and src_file is None:
@@ -791,9 +884,15 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
             )
         )
         if f.get("preallocated-temp") and not _is_temp(a):
-            raise ParseError(ba_path, a.line, "'preallocated-temp' together with parameter/output/constant/thread-local")
+            raise ParseError(
+                ba_path,
+                a.line,
+                "'preallocated-temp' together with parameter/output/constant/thread-local",
+            )
     if p.alloc_order != list(range(len(p.alloc_order))):
-        out.warnings.append(DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order"))
+        out.warnings.append(
+            DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order")
+        )
 
     value_rows = []
     assign_rows = []
@@ -822,7 +921,9 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
                 )
             )
         except shapes.ShapeSyntaxError as exc:
-            raise ParseError(ba_path, v.line, f"value shape not understood: {exc}", v.shape) from None
+            raise ParseError(
+                ba_path, v.line, f"value shape not understood: {exc}", v.shape
+            ) from None
         assign_rows.append((vid, v.allocation, v.offset, v.size, v.cross_color))
 
     pos_rows, use_rows = [], []
@@ -960,7 +1061,9 @@ def _heap_peaks(p: _Parser) -> tuple[list[tuple], dict[int, int | None]]:
                     alloc_max[idx] = in_use[idx]
             if current > best:
                 best, best_t = current, t
-        rows.append((color, c["total"], c["indefinite"], c["temp"], best, c["indefinite"] + best, best_t))
+        rows.append(
+            (color, c["total"], c["indefinite"], c["temp"], best, c["indefinite"] + best, best_t)
+        )
     return rows, alloc_max
 
 
@@ -979,5 +1082,4 @@ def _union_length(intervals: dict[tuple[int, int], int]) -> int:
 
 def read_numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     """Number lines from 1 (for tests and in-memory text)."""
-    for i, line in enumerate(lines, 1):
-        yield i, line
+    yield from enumerate(lines, 1)

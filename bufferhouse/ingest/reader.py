@@ -80,4 +80,6 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
                         raw.decode("utf-8", "replace"),
                     ) from None
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DumpError(path, lineno + 1 if lineno else 0, f"cannot read file: {_describe(exc)}") from None
+        raise DumpError(
+            path, lineno + 1 if lineno else 0, f"cannot read file: {_describe(exc)}"
+        ) from None

@@ -52,7 +52,9 @@ def open_connection(
     """Open the warehouse, waiting up to `wait` seconds for a conflicting lock."""
     path = os.fspath(db) if db is not None else default_db()
     if read_only and not os.path.exists(path):
-        raise WarehouseError(f"no warehouse at {path}: run 'bufferhouse ingest DUMPS --db {path}' first")
+        raise WarehouseError(
+            f"no warehouse at {path}: run 'bufferhouse ingest DUMPS --db {path}' first"
+        )
     config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
     deadline = time.monotonic() + max(wait, 0.0)
     started = time.monotonic()
@@ -65,7 +67,9 @@ def open_connection(
             if not _is_lock_error(exc):
                 raise WarehouseError(f"cannot open warehouse {path}: {exc}") from None
             if time.monotonic() >= deadline:
-                raise WarehouseLockedError(_lock_message(path, exc, time.monotonic() - started)) from None
+                raise WarehouseLockedError(
+                    _lock_message(path, exc, time.monotonic() - started)
+                ) from None
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.01)))
             delay = min(delay * 2, 1.0)
     return con
@@ -84,7 +88,9 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
 def check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
     version = schema_version(con)
     if version is None:
-        raise WarehouseError(f"{path} is a DuckDB file but not a bufferhouse warehouse (no schema_info)")
+        raise WarehouseError(
+            f"{path} is a DuckDB file but not a bufferhouse warehouse (no schema_info)"
+        )
     if version != SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} has warehouse schema version {version}; this bufferhouse reads version "

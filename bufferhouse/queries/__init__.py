@@ -1,0 +1,313 @@
+"""Canned queries: one documented .sql file each, shipped as package data.
+
+A file's leading comment block is its documentation and its contract:
+
+    -- name: peak-buffers
+    -- description: One sentence.
+    -- param module VARCHAR = NULL: what it selects
+    -- column module_name: what it holds
+    -- note: free text (definitions, caveats), may repeat
+
+Parameters appear in the SQL as `$name` and are always bound, never spliced.
+Files under views/ define documented views installed into the warehouse; the
+queries build on them. Every query is also installed as a table macro
+`bh_<name>` so the plain duckdb shell can run it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import duckdb
+import pyarrow as pa
+
+from bufferhouse.errors import QueryError
+from bufferhouse.schema import quote_identifier, sql_string
+
+_HEADER = re.compile(r"--\s?(name|description|param|column|note|example)(?::\s?|\s+)(.*)$")
+_PARAM = re.compile(r"(\w+) (\w+(?:\[\])?) = (.+?): (.+)$")
+_COLUMN = re.compile(r"(\w+): (.+)$")
+_PLACEHOLDER = re.compile(r"\$(\w+)")
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    default: str  # SQL literal
+    doc: str
+
+    def convert(self, text: str) -> object:
+        """A --param value given as text, converted to the declared type."""
+        if self.type in ("INTEGER", "BIGINT"):
+            try:
+                return int(text)
+            except ValueError:
+                raise QueryError(f"parameter {self.name} wants an integer, got {text!r}") from None
+        if self.type == "DOUBLE":
+            try:
+                return float(text)
+            except ValueError:
+                raise QueryError(f"parameter {self.name} wants a number, got {text!r}") from None
+        if self.type == "BOOLEAN":
+            if text.lower() in ("true", "1", "yes"):
+                return True
+            if text.lower() in ("false", "0", "no"):
+                return False
+            raise QueryError(f"parameter {self.name} wants true or false, got {text!r}")
+        return text
+
+    @property
+    def default_value(self) -> object:
+        d = self.default.strip()
+        if d.upper() == "NULL":
+            return None
+        if d.startswith("'") and d.endswith("'"):
+            return d[1:-1].replace("''", "'")
+        if d.upper() in ("TRUE", "FALSE"):
+            return d.upper() == "TRUE"
+        try:
+            return int(d)
+        except ValueError:
+            return float(d)
+
+
+@dataclass(frozen=True)
+class Query:
+    name: str
+    description: str
+    sql: str  # the body, with $param placeholders
+    params: tuple[Param, ...] = ()
+    columns: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+    kind: str = "query"  # query | view
+    source: str = ""
+
+    @property
+    def macro_name(self) -> str:
+        return "bh_" + self.name.replace("-", "_")
+
+    def bind(self, given: dict[str, object]) -> dict[str, object]:
+        """Parameter values for execution: given ones converted, the rest defaulted."""
+        known = {p.name: p for p in self.params}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            valid = ", ".join(known) or "none"
+            raise QueryError(
+                f"query {self.name} has no parameter {', '.join(unknown)}; valid parameters: {valid}"
+            )
+        out = {}
+        for p in self.params:
+            if p.name in given:
+                value = given[p.name]
+                out[p.name] = p.convert(value) if isinstance(value, str) else value
+            else:
+                out[p.name] = p.default_value
+        return out
+
+    def used_params(self) -> list[str]:
+        return list(dict.fromkeys(_PLACEHOLDER.findall(self.sql)))
+
+    def macro_sql(self) -> str:
+        """CREATE MACRO statement: $param becomes the macro parameter of that name."""
+        body = _PLACEHOLDER.sub(lambda m: m.group(1), self.sql.strip().rstrip(";"))
+        args = ", ".join(f"{p.name} := {p.default}" for p in self.params)
+        return f"CREATE OR REPLACE MACRO {self.macro_name}({args}) AS TABLE\n{body}"
+
+    def view_sql(self) -> str:
+        return f"CREATE OR REPLACE VIEW {quote_identifier(self.name)} AS\n{self.sql.strip().rstrip(';')}"
+
+
+def _parse(text: str, source: str, kind: str) -> Query:
+    lines = text.splitlines()
+    fields: dict[str, list[str]] = {}
+    body_start = 0
+    for i, line in enumerate(lines):
+        if not line.startswith("--"):
+            body_start = i
+            break
+        m = _HEADER.match(line)
+        if m:
+            fields.setdefault(m.group(1), []).append(m.group(2).strip())
+        elif line.strip("- ") and fields:
+            # continuation of the previous field
+            last = list(fields)[-1]
+            fields[last][-1] += " " + line.lstrip("- ").strip()
+    else:
+        body_start = len(lines)
+    if "name" not in fields or "description" not in fields:
+        raise QueryError(f"{source}: header needs '-- name:' and '-- description:'")
+    params = []
+    for spec in fields.get("param", []):
+        m = _PARAM.match(spec)
+        if not m:
+            raise QueryError(f"{source}: bad param line {spec!r} (want 'NAME TYPE = DEFAULT: doc')")
+        params.append(Param(*m.groups()))
+    columns = []
+    for spec in fields.get("column", []):
+        m = _COLUMN.match(spec)
+        if not m:
+            raise QueryError(f"{source}: bad column line {spec!r} (want 'NAME: doc')")
+        columns.append((m.group(1), m.group(2)))
+    body = "\n".join(lines[body_start:]).strip() + "\n"
+    declared = {p.name for p in params}
+    used = set(_PLACEHOLDER.findall(body))
+    if used != declared:
+        raise QueryError(
+            f"{source}: parameters used in the SQL ({', '.join(sorted(used)) or 'none'}) "
+            f"differ from those declared ({', '.join(sorted(declared)) or 'none'})"
+        )
+    return Query(
+        name=fields["name"][0],
+        description=fields["description"][0],
+        sql=body,
+        params=tuple(params),
+        columns=tuple(columns),
+        notes=tuple(fields.get("note", [])),
+        examples=tuple(fields.get("example", [])),
+        kind=kind,
+        source=source,
+    )
+
+
+@cache
+def _load_all() -> tuple[dict[str, Query], dict[str, Query]]:
+    root = resources.files(__package__)
+    views: dict[str, Query] = {}
+    for entry in sorted(root.joinpath("views").iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            q = _parse(entry.read_text(encoding="utf-8"), f"views/{entry.name}", "view")
+            views[q.name] = q
+    queries: dict[str, Query] = {}
+    for entry in sorted(root.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".sql"):
+            q = _parse(entry.read_text(encoding="utf-8"), entry.name, "query")
+            queries[q.name] = q
+    return views, queries
+
+
+def views() -> list[Query]:
+    """The documented views, in install order (file name order)."""
+    return list(_load_all()[0].values())
+
+
+def queries() -> list[Query]:
+    return list(_load_all()[1].values())
+
+
+def get(name: str) -> Query:
+    found = _load_all()[1].get(name) or _load_all()[1].get(name.replace("_", "-"))
+    if found is None:
+        valid = ", ".join(q.name for q in queries())
+        raise QueryError(f"no canned query {name!r}; valid queries: {valid}")
+    return found
+
+
+def install_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """Install (or replace) every view and bh_* macro, with COMMENT ON, in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        for v in views():
+            con.execute(v.view_sql())
+            con.execute(
+                f"COMMENT ON VIEW {quote_identifier(v.name)} IS {sql_string(v.description)}"
+            )
+            for column, doc in v.columns:
+                con.execute(
+                    f"COMMENT ON COLUMN {quote_identifier(v.name)}.{quote_identifier(column)} "
+                    f"IS {sql_string(doc)}"
+                )
+        for q in queries():
+            con.execute(q.macro_sql())
+            usage = ", ".join(f"{p.name} := {p.default}" for p in q.params)
+            con.execute(
+                f"COMMENT ON MACRO TABLE {q.macro_name} IS "
+                f"{sql_string(q.description + f' Usage: FROM {q.macro_name}({usage})')}"
+            )
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+
+
+def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
+    """Shadow the warehouse's views with this release's, for this session only.
+
+    Works on read-only connections, so a query always runs against the view
+    definitions it was written for, whichever release installed the file's.
+    """
+    for v in views():
+        con.execute(
+            v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
+        )
+
+
+def run(
+    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object] | None = None
+) -> pa.Table:
+    """Run a canned query with bound parameters; returns an Arrow table."""
+    q = get(name)
+    values = q.bind(params or {})
+    used = q.used_params()
+    try:
+        return arrow_result(con.sql(q.sql, params={k: values[k] for k in used}))
+    except duckdb.Error as exc:
+        raise QueryError(f"query {name}: {exc}") from None
+
+
+def run_sql(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None
+) -> pa.Table:
+    try:
+        relation = con.sql(sql, params=params) if params else con.sql(sql)
+        if relation is None:  # a statement without a result
+            return pa.table({})
+        return arrow_result(relation)
+    except duckdb.Error as exc:
+        raise QueryError(str(exc)) from None
+
+
+def arrow_result(relation: duckdb.DuckDBPyRelation) -> pa.Table:
+    """The relation as an Arrow table (the method name differs across DuckDB releases)."""
+    fetch = getattr(relation, "to_arrow_table", None)
+    if fetch is None:
+        return relation.arrow()
+    return fetch()
+
+
+def markdown_reference() -> str:
+    """docs/queries.md, generated from the query headers."""
+    out = [
+        "# Canned queries",
+        "",
+        "Generated from the headers of `bufferhouse/queries/*.sql` "
+        "(`python -m bufferhouse.docs` rewrites it; a test checks it is current).",
+        "Run one with `bufferhouse query NAME [--param k=v]`, from Python with "
+        "`bufferhouse.query(NAME, db=..., k=v)`, or in the duckdb shell as `FROM bh_NAME(...)`.",
+        "",
+    ]
+    for q in queries():
+        out += [f"## `{q.name}`", "", q.description, ""]
+        if q.params:
+            out += ["| parameter | type | default | meaning |", "| --- | --- | --- | --- |"]
+            out += [f"| `{p.name}` | {p.type} | `{p.default}` | {p.doc} |" for p in q.params]
+            out.append("")
+        out += ["| column | meaning |", "| --- | --- |"]
+        out += [f"| `{c}` | {d} |" for c, d in q.columns]
+        out.append("")
+        out += [n + "\n" for n in q.notes]
+        first = q.params[0] if q.params else None
+        shell_args = first.default if first is not None and first.default != "NULL" else ""
+        out += ["```sh", *(q.examples or (f"bufferhouse query {q.name}",))]
+        out += [f'duckdb fleet.duckdb -c "FROM {q.macro_name}({shell_args})"', "```", ""]
+    out.append("## Views\n")
+    out.append("Installed into the warehouse beside the tables; the queries build on them.\n")
+    for v in views():
+        out += [f"### `{v.name}`", "", v.description, "", "| column | meaning |", "| --- | --- |"]
+        out += [f"| `{c}` | {d} |" for c, d in v.columns]
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,33 @@
+-- name: fragmentation
+-- description: Per temp allocation: its size, the most bytes in use at once, and the waste between them.
+-- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for all.
+-- column module_id: Module identity.
+-- column module_name: Module name (jit name).
+-- column allocation_index: The preallocated-temp allocation.
+-- column color: Memory space.
+-- column size: Allocation size.
+-- column max_live_bytes: Most bytes in use at once (union of byte ranges of values live at a step).
+-- column waste_bytes: size - max_live_bytes: XLA's heap-simulator fragmentation of the arena.
+-- column waste_pct: waste_bytes as a percentage of size.
+-- note: Matches XLA's `fragmentation_size = heap_size - no_fragmentation_heap_size` per arena, computed from offsets, sizes and live ranges. NULL when the module has no live ranges.
+SELECT
+  a.module_id,
+  m.module_name,
+  a.allocation_index,
+  a.color,
+  a.size,
+  a.max_live_bytes,
+  a.size - a.max_live_bytes AS waste_bytes,
+  round(100.0 * (a.size - a.max_live_bytes) / nullif(a.size, 0), 2)
+    AS waste_pct
+FROM allocations AS a
+JOIN modules AS m
+  ON m.module_id = a.module_id
+WHERE
+  a.is_preallocated_temp
+  AND (
+    $module IS NULL
+    OR a.module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
+  )
+ORDER BY waste_bytes DESC NULLS LAST, m.module_name, a.module_id,
+  a.allocation_index

@@ -1,0 +1,107 @@
+-- name: heap-timeline
+-- description: Live bytes of one module and memory space at every program-order step, split into indefinite and temp; its maximum is heap_peak_bytes.
+-- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
+-- param space INTEGER = 0: Memory space (color).
+-- column module_id: Module identity.
+-- column module_name: Module name (jit name).
+-- column color: Memory space.
+-- column time: Program-order step, 0 .. schedule_length.
+-- column instruction: Instruction scheduled at that step (NULL at the end step).
+-- column indefinite_bytes: Parameter, output, constant and thread-local allocations of the space (constant over time).
+-- column temp_bytes: Bytes of temp allocations in use: the union of the byte ranges of temp values live at the step.
+-- column live_bytes: indefinite_bytes + temp_bytes.
+-- column is_peak: The step is the module's heap peak (first maximum).
+-- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout. Steps run to schedule_length, where read-only entry parameters end.
+-- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
+WITH chosen AS (
+  SELECT m.module_id, m.module_name, m.schedule_length, h.color,
+    h.indefinite_bytes, h.peak_time
+  FROM modules AS m
+  JOIN heap_peaks AS h
+    ON h.module_id = m.module_id
+  WHERE
+    h.color = $space
+    AND m.schedule_length IS NOT NULL
+    AND m.module_id IN (
+      SELECT module_id FROM module_keys
+      WHERE key = coalesce($module, error('heap-timeline needs a module'))
+    )
+),
+steps AS (
+  SELECT c.module_id, s.range AS time
+  FROM chosen AS c, range(0, c.schedule_length + 1) AS s(range)
+),
+temp_values AS (
+  SELECT
+    a.module_id,
+    a.allocation_index,
+    a.value_id,
+    a.byte_offset AS lo,
+    a.byte_offset + a.size AS hi,
+    coalesce(lr.start_time, 0) AS start_time,
+    coalesce(lr.end_time, c.schedule_length) AS end_time
+  FROM assignments AS a
+  JOIN chosen AS c
+    ON c.module_id = a.module_id
+  JOIN allocations AS al
+    ON al.module_id = a.module_id
+    AND al.allocation_index = a.allocation_index
+  LEFT JOIN live_ranges AS lr
+    ON lr.module_id = a.module_id AND lr.value_id = a.value_id
+  WHERE al.is_preallocated_temp AND al.color = c.color AND a.size > 0
+),
+live AS (
+  SELECT s.module_id, s.time, t.allocation_index, t.value_id, t.lo, t.hi
+  FROM steps AS s
+  JOIN temp_values AS t
+    ON t.module_id = s.module_id
+    AND s.time BETWEEN t.start_time AND t.end_time
+),
+ordered AS (
+  SELECT
+    *,
+    max(hi) OVER (
+      PARTITION BY module_id, time, allocation_index
+      ORDER BY lo, hi, value_id
+      ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+    ) AS reach
+  FROM live
+),
+islands AS (
+  SELECT
+    *,
+    sum(CASE WHEN reach IS NULL OR lo > reach THEN 1 ELSE 0 END) OVER (
+      PARTITION BY module_id, time, allocation_index
+      ORDER BY lo, hi, value_id
+      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+    ) AS island
+  FROM ordered
+),
+merged AS (
+  SELECT module_id, time, allocation_index, island, max(hi) - min(lo) AS bytes
+  FROM islands
+  GROUP BY module_id, time, allocation_index, island
+),
+temp_by_time AS (
+  SELECT module_id, time, CAST(sum(bytes) AS BIGINT) AS temp_bytes
+  FROM merged
+  GROUP BY module_id, time
+)
+SELECT
+  c.module_id,
+  c.module_name,
+  c.color,
+  s.time,
+  q.instruction,
+  c.indefinite_bytes,
+  coalesce(t.temp_bytes, 0) AS temp_bytes,
+  c.indefinite_bytes + coalesce(t.temp_bytes, 0) AS live_bytes,
+  coalesce(s.time = c.peak_time, false) AS is_peak
+FROM steps AS s
+JOIN chosen AS c
+  ON c.module_id = s.module_id
+LEFT JOIN temp_by_time AS t
+  ON t.module_id = s.module_id AND t.time = s.time
+LEFT JOIN sequence AS q
+  ON q.module_id = s.module_id AND q.time = s.time
+ORDER BY c.module_id, s.time

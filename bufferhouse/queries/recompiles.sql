@@ -1,0 +1,29 @@
+-- name: recompiles
+-- description: Jit names compiled into several modules, how often, and whether their peaks differ.
+-- param min_modules INTEGER = 2: Only names with at least this many modules.
+-- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
+-- column module_name: Module name (jit name).
+-- column modules: Modules with that name.
+-- column distinct_contents: Distinct dump contents among them.
+-- column module_numbers: Their module numbers, ascending.
+-- column min_heap_peak_bytes: Smallest heap peak.
+-- column max_heap_peak_bytes: Largest heap peak.
+-- column peaks_differ: The heap peaks are not all equal.
+-- note: The same name in different runs (labels) counts too; pass label= to look within one run.
+SELECT
+  module_name,
+  count(*) AS modules,
+  count(DISTINCT content_hash) AS distinct_contents,
+  list(module_number ORDER BY module_number) AS module_numbers,
+  min(heap_peak_bytes) AS min_heap_peak_bytes,
+  max(heap_peak_bytes) AS max_heap_peak_bytes,
+  count(DISTINCT heap_peak_bytes) > 1 AS peaks_differ
+FROM modules
+WHERE
+  $label IS NULL
+  OR module_id IN (
+    SELECT module_id FROM labels WHERE key || '=' || value = $label
+  )
+GROUP BY module_name
+HAVING count(*) >= $min_modules
+ORDER BY modules DESC, module_name

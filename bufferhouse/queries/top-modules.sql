@@ -1,0 +1,50 @@
+-- name: top-modules
+-- description: The largest modules across the fleet, ranked by the chosen peak.
+-- param top INTEGER = 20: How many modules.
+-- param peak VARCHAR = 'heap': Which figure to rank by: heap, logical or total.
+-- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
+-- column rank: 1 for the largest.
+-- column module_id: Module identity.
+-- column module_name: Module name (jit name).
+-- column backend: cpu, gpu, tpu or unknown.
+-- column peak_bytes: The figure ranked by.
+-- column heap_peak_bytes: Heap peak of memory space 0.
+-- column logical_peak_bytes: HloLiveRange peak.
+-- column total_bytes: Total bytes used (sum of allocations).
+-- note: heap = indefinite allocations + max live temp bytes of memory space 0; logical = HloLiveRange's printed peak; total = `Total bytes used`, which is not a peak.
+-- example: bufferhouse query top-modules --param top=10 --param peak=logical
+WITH ranked AS (
+  SELECT
+    module_id,
+    module_name,
+    backend,
+    CASE $peak
+      WHEN 'heap' THEN heap_peak_bytes
+      WHEN 'logical' THEN logical_peak_bytes
+      WHEN 'total' THEN total_bytes
+      ELSE error('peak must be heap, logical or total')
+    END AS peak_bytes,
+    heap_peak_bytes,
+    logical_peak_bytes,
+    total_bytes
+  FROM modules
+  WHERE
+    $label IS NULL
+    OR module_id IN (
+      SELECT module_id FROM labels WHERE key || '=' || value = $label
+    )
+)
+SELECT
+  row_number() OVER (
+    ORDER BY peak_bytes DESC NULLS LAST, module_name, module_id
+  ) AS rank,
+  module_id,
+  module_name,
+  backend,
+  peak_bytes,
+  heap_peak_bytes,
+  logical_peak_bytes,
+  total_bytes
+FROM ranked
+ORDER BY rank
+LIMIT $top

@@ -1,0 +1,60 @@
+"""Shared fixtures: warehouses built once per session from the committed test data."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import bufferhouse
+
+DATA = Path(__file__).parent / "data"
+SAMPLES = DATA / "samples"
+CORPUS = DATA / "corpus"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        default=False,
+        help="Rewrite tests/golden/* from the current output instead of comparing.",
+    )
+
+
+@pytest.fixture(scope="session")
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-golden"))
+
+
+@pytest.fixture(scope="session")
+def manifest() -> dict:
+    return json.loads((CORPUS / "manifest.json").read_text())["entries"]
+
+
+@pytest.fixture(scope="session")
+def fleet_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Samples and the corpus subset, ingested once (read-only for tests)."""
+    db = tmp_path_factory.mktemp("fleet") / "fleet.duckdb"
+    report = bufferhouse.ingest([SAMPLES, CORPUS], db=db, jobs=2)
+    assert report.ok, [o.error for o in report.failed]
+    return db
+
+
+@pytest.fixture(scope="session")
+def samples_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("samples") / "samples.duckdb"
+    report = bufferhouse.ingest(SAMPLES, db=db, jobs=1)
+    assert report.ok
+    return db
+
+
+@pytest.fixture
+def scratch(tmp_path: Path) -> Path:
+    """A copy of the samples in a temporary directory, free to damage."""
+    target = tmp_path / "dumps"
+    shutil.copytree(SAMPLES, target)
+    return target

@@ -1,0 +1,170 @@
+"""The command line: exit codes, summaries, renderers, and the plain duckdb shell."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+import bufferhouse
+from bufferhouse.cli import main
+from tests.conftest import SAMPLES
+
+
+def run(*args: str, **kwargs):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False, **kwargs)
+
+
+def test_ingest_summary_and_exit_code(tmp_path):
+    db = tmp_path / "w.duckdb"
+    result = run("ingest", SAMPLES, "--db", db, "-q")
+    assert result.exit_code == 0, result.output
+    assert "5 loaded, 0 already present, 0 failed" in result.stderr
+    again = run("ingest", SAMPLES, "--db", db, "-q")
+    assert "0 loaded, 5 already present, 0 failed" in again.stderr
+
+
+def test_ingest_reports_failures_and_loads_the_rest(tmp_path, scratch):
+    (scratch / "broken-buffer-assignment.txt").write_text(
+        "BufferAssignment:\nallocation 0: size x:\n"
+    )
+    db = tmp_path / "w.duckdb"
+    result = run("ingest", scratch, "--db", db, "-q")
+    assert result.exit_code == 1
+    assert "5 loaded, 0 already present, 1 failed" in result.stderr
+    assert "broken-buffer-assignment.txt:2: expected 'allocation N: size S" in result.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM modules").fetchone()[0] == 5
+        diag = con.execute("SELECT line, severity, message FROM diagnostics").fetchall()
+    assert diag == [(2, "error", "expected 'allocation N: size S[, attributes]:'")]
+
+
+def test_strict_stops_at_first_failure(tmp_path, scratch):
+    (scratch / "000_broken-buffer-assignment.txt").write_text("garbage\n")
+    result = run("ingest", scratch, "--db", tmp_path / "w.duckdb", "--strict", "-j", "1", "-q")
+    assert result.exit_code == 1
+    assert "stopped at the first failure" in result.stderr
+
+
+def test_labels_and_env_default_db(tmp_path, monkeypatch):
+    db = tmp_path / "env.duckdb"
+    monkeypatch.setenv("BUFFERHOUSE_DB", str(db))
+    assert run("ingest", SAMPLES, "--label", "jax=0.7.2", "-q").exit_code == 0
+    assert run("ingest", SAMPLES, "--label", "model=demo", "-q").exit_code == 0
+    out = run("query", "modules", "--param", "label=model=demo", "--format", "csv").stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 5
+    assert {r["labels"] for r in rows} == {"jax=0.7.2,model=demo"}
+
+
+def test_bad_label_is_a_usage_error(tmp_path):
+    result = run("ingest", SAMPLES, "--db", tmp_path / "w.duckdb", "--label", "nolabel")
+    assert result.exit_code == 2
+    assert "key=value" in result.stderr
+
+
+def test_query_formats(samples_db):
+    for fmt in ("table", "csv", "json", "markdown"):
+        result = run("query", "top-modules", "--db", samples_db, "--format", fmt)
+        assert result.exit_code == 0, result.output
+        assert "003_186bba49641ec33a" in result.stdout
+    lines = run("query", "top-modules", "--db", samples_db, "-f", "json").stdout.splitlines()
+    assert json.loads(lines[0])["rank"] == 1
+    assert len(lines) == 5
+
+
+def test_query_to_parquet_file(samples_db, tmp_path):
+    import pyarrow.parquet as pq
+
+    out = tmp_path / "peak.parquet"
+    result = run(
+        "query", "peak-buffers", "--db", samples_db, "-p", "module=003_186bba49641ec33a", "-o", out
+    )
+    assert result.exit_code == 0
+    assert pq.read_table(out).equals(
+        bufferhouse.query("peak-buffers", db=samples_db, module="003_186bba49641ec33a")
+    )
+
+
+def test_query_errors_are_messages(samples_db, tmp_path):
+    result = run("query", "nope", "--db", samples_db)
+    assert result.exit_code == 2
+    assert "valid queries:" in result.stderr
+    missing = run("query", "modules", "--db", tmp_path / "missing.duckdb")
+    assert missing.exit_code == 2
+    assert "no warehouse at" in missing.stderr
+
+
+def test_queries_list_and_show():
+    listing = run("queries").stdout
+    assert "peak-buffers" in listing and "heap-timeline" in listing
+    shown = run("queries", "show", "heap-timeline").stdout
+    assert "parameters:" in shown and "FROM bh_heap_timeline(" in shown
+
+
+def test_sql_command(samples_db):
+    out = run("sql", "SELECT count(*) AS n FROM modules", "--db", samples_db, "-f", "csv").stdout
+    assert out == "n\n5\n"
+
+
+def _duckdb_cli() -> str:
+    candidates = [Path(sys.executable).parent / "duckdb", shutil.which("duckdb")]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return str(c)
+    pytest.fail("the duckdb CLI (pip package duckdb-cli, in the test extra) is not installed")
+
+
+def test_duckdb_cli_reads_the_warehouse(samples_db, tmp_path):
+    """The 1.x shell opens a fresh warehouse and its macros return what `bufferhouse query` does."""
+    cli = _duckdb_cli()
+    version = subprocess.run([cli, "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith("v1."), version
+    copy = tmp_path / "copy.duckdb"
+    shutil.copy(samples_db, copy)  # the shell must not hold the session's file
+    checks = {
+        "FROM bh_top_modules(3)": ("top-modules", {"top": 3}),
+        "FROM bh_fragmentation('003_186bba49641ec33a')": (
+            "fragmentation",
+            {"module": "003_186bba49641ec33a"},
+        ),
+        "FROM bh_peak_buffers(module := '003_186bba49641ec33a')": (
+            "peak-buffers",
+            {"module": "003_186bba49641ec33a"},
+        ),
+        "FROM bh_memory_spaces()": ("memory-spaces", {}),
+    }
+    for sql, (name, params) in checks.items():
+        proc = subprocess.run(
+            [cli, "-readonly", "-csv", str(copy), "-c", sql], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        got = list(csv.reader(io.StringIO(proc.stdout)))
+        expected = bufferhouse.query(name, db=copy, **params)
+        assert got[0] == expected.column_names
+        assert len(got) - 1 == expected.num_rows
+        first = ["" if v is None else str(v).lower() for v in expected.to_pylist()[0].values()]
+        assert [v.lower() for v in got[1]] == first, sql
+    comments = subprocess.run(
+        [
+            cli,
+            "-readonly",
+            "-csv",
+            str(copy),
+            "-c",
+            "SELECT comment FROM duckdb_tables() WHERE table_name = 'modules'",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "One row per ingested module" in comments

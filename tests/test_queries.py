@@ -1,0 +1,165 @@
+"""Canned queries: documented, valid SQL against the declared schema, runnable on
+an empty warehouse, and stable on the fixtures (golden CSVs)."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+import sqlglot
+from sqlglot.optimizer.qualify import qualify
+
+import bufferhouse
+from bufferhouse import queries
+from bufferhouse.errors import QueryError
+from bufferhouse.render import render_to_string
+from bufferhouse.schema import TABLES, sqlglot_schema
+from bufferhouse.schema.warehouse import ensure_schema, open_connection
+from tests.conftest import GOLDEN
+
+ALL = queries.queries()
+IDS = [q.name for q in ALL]
+#: Parameters for the golden run of queries that need one.
+GOLDEN_PARAMS = {"heap-timeline": {"module": "003_186bba49641ec33a", "space": 0}}
+
+
+def _schema_with_views() -> dict[str, dict[str, str]]:
+    schema = sqlglot_schema()
+    for v in queries.views():
+        schema[v.name] = {c: "VARCHAR" for c, _ in v.columns}
+    return schema
+
+
+def test_there_are_queries_and_views():
+    assert len(ALL) >= 11
+    assert {"module_keys", "value_facts", "heap_peak_values"} <= {v.name for v in queries.views()}
+
+
+@pytest.mark.parametrize(
+    "query", ALL + queries.views(), ids=IDS + [v.name for v in queries.views()]
+)
+def test_header_documents_everything(query):
+    assert query.description.endswith("."), query.name
+    assert query.columns, f"{query.name}: no '-- column' lines"
+    for name, doc in query.columns:
+        assert doc.strip(), f"{query.name}: column {name} undocumented"
+    for p in query.params:
+        assert p.doc.strip() and p.type in ("VARCHAR", "INTEGER", "BIGINT", "DOUBLE", "BOOLEAN")
+
+
+@pytest.mark.parametrize(
+    "query", ALL + queries.views(), ids=IDS + [v.name for v in queries.views()]
+)
+def test_parses_and_columns_resolve(query):
+    """sqlglot parses the SQL as DuckDB and every column resolves against the declared schema."""
+    tree = sqlglot.parse_one(query.sql, read="duckdb")
+    qualify(tree, schema=_schema_with_views(), dialect="duckdb", validate_qualify_columns=True)
+
+
+@pytest.mark.parametrize("query", ALL, ids=IDS)
+def test_params_do_not_shadow_columns(query):
+    """In a bh_* macro a parameter named like a column would silently replace it."""
+    columns = {c.name for t in TABLES for c in t.columns}
+    columns |= {c for v in queries.views() for c, _ in v.columns}
+    columns |= {c for q in ALL for c, _ in q.columns}
+    assert not {p.name for p in query.params} & columns
+
+
+def test_sql_layout_is_mechanical():
+    for q in ALL + queries.views():
+        for n, line in enumerate(q.sql.splitlines(), 1):
+            assert len(line) < 80, f"{q.source}:{n} is {len(line)} characters"
+
+
+@pytest.fixture(scope="module")
+def empty_db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("empty") / "empty.duckdb"
+    con = open_connection(path, read_only=False)
+    ensure_schema(con, str(path))
+    queries.install_macros(con)
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("query", ALL, ids=IDS)
+def test_runs_on_empty_warehouse(query, empty_db):
+    params = GOLDEN_PARAMS.get(query.name, {})
+    table = bufferhouse.query(query.name, db=empty_db, **params)
+    assert table.num_rows == 0
+    assert table.column_names == [c for c, _ in query.columns]
+
+
+@pytest.mark.parametrize("query", ALL, ids=IDS)
+def test_golden(query, samples_db, update_golden):
+    table = bufferhouse.query(query.name, db=samples_db, **GOLDEN_PARAMS.get(query.name, {}))
+    assert table.column_names == [c for c, _ in query.columns]
+    text = render_to_string(table, "csv")
+    path = GOLDEN / f"{query.name}.csv"
+    if update_golden:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"no golden file {path}; run pytest --update-golden and read the diff"
+    assert text == path.read_text(), (
+        f"{query.name} output changed; see git diff after --update-golden"
+    )
+
+
+@pytest.mark.parametrize("query", ALL, ids=IDS)
+def test_macro_equals_python(query, samples_db):
+    """The bh_* macro installed in the file returns the rows `bufferhouse query` returns."""
+    params = GOLDEN_PARAMS.get(query.name, {})
+    expected = bufferhouse.query(query.name, db=samples_db, **params)
+    args = ", ".join(f"{k} := ?" for k in params)
+    with duckdb.connect(str(samples_db), read_only=True) as con:
+        got = con.execute(f"FROM {query.macro_name}({args})", list(params.values())).fetchall()
+    assert got == [tuple(r.values()) for r in expected.to_pylist()]
+
+
+def test_unknown_query_lists_valid_ones():
+    with pytest.raises(QueryError, match="valid queries: .*peak-buffers"):
+        queries.get("peak-buffer")
+
+
+def test_unknown_parameter_lists_valid_ones(samples_db):
+    with pytest.raises(QueryError, match="valid parameters: module, label"):
+        bufferhouse.query("modules", db=samples_db, modul="x")
+
+
+def test_bad_parameter_value(samples_db):
+    with pytest.raises(QueryError, match="wants an integer"):
+        bufferhouse.query("top-modules", db=samples_db, top="ten")
+    with pytest.raises(QueryError, match="peak must be heap, logical or total"):
+        bufferhouse.query("top-modules", db=samples_db, peak="nope")
+
+
+def test_parameters_are_data_not_sql(samples_db):
+    hostile = "x'); DROP TABLE modules; --"
+    assert bufferhouse.query("modules", db=samples_db, module=hostile).num_rows == 0
+    assert bufferhouse.query("modules", db=samples_db).num_rows == 5
+
+
+def test_module_selector_forms(samples_db):
+    full = bufferhouse.query("modules", db=samples_db, module="003_186bba49641ec33a")
+    module_id = full.column("module_id")[0].as_py()
+    by_id = bufferhouse.query("modules", db=samples_db, module=str(module_id))
+    assert by_id.to_pylist() == full.to_pylist()
+
+
+def test_top_modules_ranks_by_chosen_peak(samples_db):
+    heap = bufferhouse.query("top-modules", db=samples_db, top=2)
+    logical = bufferhouse.query("top-modules", db=samples_db, top=5, peak="logical")
+    assert heap.num_rows == 2
+    values = logical.column("peak_bytes").to_pylist()
+    assert values == sorted(values, reverse=True)
+    assert values == sorted(logical.column("logical_peak_bytes").to_pylist(), reverse=True)
+
+
+def test_docs_are_current():
+    from pathlib import Path
+
+    from bufferhouse.docs import generated
+
+    docs = Path(__file__).parent.parent / "docs"
+    for name, text in generated().items():
+        assert (docs / name).read_text() == text, (
+            f"docs/{name} is stale: python -m bufferhouse.docs"
+        )
