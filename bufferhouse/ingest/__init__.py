@@ -29,7 +29,14 @@ from bufferhouse.ingest.parse import ParsedModule, parse_module
 from bufferhouse.ingest.reader import content_digest, read_lines
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 
-__all__ = ["IngestReport", "ModuleOutcome", "discover", "ingest_paths", "parse_files"]
+__all__ = [
+    "IngestReport",
+    "ModuleOutcome",
+    "discover",
+    "ingest_paths",
+    "parse_files",
+    "parse_in_workers",
+]
 
 
 @dataclass
@@ -175,7 +182,7 @@ def _work(files: ModuleFiles) -> _Parsed:
     return parse_files(files, _known, _max_bytes)
 
 
-def _parse_in_workers(
+def parse_in_workers(
     groups: list[ModuleFiles], jobs: int, known: frozenset[str], max_bytes: int | None
 ) -> Iterator[tuple[ModuleFiles, _Parsed]]:
     """Parse in worker processes, yielding results in input order.
@@ -291,7 +298,7 @@ def ingest_paths(
                 (g, parse_files(g, known, max_bytes)) for g in groups
             )
         else:
-            results = _parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+            results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
         try:
             for files, result in results:
                 outcome = _commit(con, files, result, run_id, label_pairs, known)
