@@ -7,6 +7,7 @@ Only the fields the warehouse stores are extracted; unknown attributes are skipp
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -89,24 +90,45 @@ _ESCAPES = {"n": 10, "t": 9, "r": 13, '"': 34, "'": 39, "\\": 92, "?": 63, "a": 
             "f": 12, "v": 11}  # fmt: skip
 
 
+@functools.lru_cache(maxsize=16)
+def _specials(stops: str) -> re.Pattern[str]:
+    return re.compile("[" + re.escape('"(){}[]' + stops) + "]")
+
+
+_STRING_TAIL = re.compile(r'(?:[^"\\]|\\.)*"', re.DOTALL)
+
+
 def _scan(text: str, pos: int, stops: str) -> int:
-    """Offset of the first char of ``stops`` at bracket depth 0 from ``pos`` (skips strings)."""
+    """Offset of the first char of ``stops`` at bracket depth 0 from ``pos`` (skips strings).
+
+    Jumps from one bracket, quote or stop character to the next with a regex,
+    so long JSON configs cost one step per token, not per character.
+    """
     stack: list[str] = []
-    i, n = pos, len(text)
-    while i < n:
+    special = _specials(stops)
+    n = len(text)
+    i = pos
+    while True:
+        m = special.search(text, i)
+        if m is None:
+            break
+        i = m.start()
         c = text[i]
         if c == '"':
-            i += 1
-            while i < n and text[i] != '"':
-                i += 2 if text[i] == "\\" else 1
-            if i >= n:
+            tail = _STRING_TAIL.match(text, i + 1)
+            if tail is None:
                 raise InstructionSyntaxError("a closing '\"'", text, n)
-        elif not stack and c in stops:
+            i = tail.end()
+            continue
+        if not stack and c in stops:
             return i
-        elif c in _CLOSE:
+        if c in _CLOSE:
             stack.append(_CLOSE[c])
-        elif c in ")}]" and (not stack or stack.pop() != c):
-            raise InstructionSyntaxError("balanced brackets", text, i)
+        elif c in ")}]":
+            if not stack or stack.pop() != c:
+                raise InstructionSyntaxError("balanced brackets", text, i)
+        elif stack and c in stops:
+            pass
         i += 1
     if stack:
         raise InstructionSyntaxError(f"{stack[-1]!r}", text, n)
@@ -205,11 +227,15 @@ def parse_instruction(text: str) -> Instruction:
 
     fields: dict[str, str] = {}
     called: list[str] = []
+    seen: set[str] = set()
     pos, end = close + 1, len(text.rstrip())
     while pos < end:
         m = _KEY.match(text, pos)
         if not m:
             raise InstructionSyntaxError("', key=value'", text, pos)
+        if m.group(1) == "backend_config" and "metadata" in seen:
+            break  # XLA prints the (often huge) config after every field read here
+        seen.add(m.group(1))
         key, pos = m.group(1), _scan(text, m.end(), ",")
         value = text[m.end() : pos].strip()
         if key in _CALLED_KEYS:

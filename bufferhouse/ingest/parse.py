@@ -130,6 +130,7 @@ class _Parser:
         self.warnings: list[DumpError] = []
         self.lr_unavailable = False
         self._lr_part = ""
+        self._last_used = -1
 
     # -- helpers -------------------------------------------------------------
     def _section(self, name: str) -> None:
@@ -412,7 +413,7 @@ class _Parser:
         vid = int(m.group(1))
         if vid in self.used:
             raise ParseError(path, lineno, f"value {vid} listed twice in Used values", text)
-        if self.used and vid < max(self.used):
+        if vid < self._last_used:
             raise ParseError(path, lineno, f"Used values not sorted by id at value {vid}", text)
         value = self.values.get(vid)
         if value is None:
@@ -426,6 +427,7 @@ class _Parser:
                 f"value {vid} is '{m.group(2)}' here but '{value.instruction}' in its allocation",
                 text,
             )
+        self._last_used = vid
         block = {"id": vid, "positions": [], "uses": [], "text": None, "line": lineno}
         self.used[vid] = block
         return block

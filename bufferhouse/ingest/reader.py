@@ -61,25 +61,45 @@ def _describe(exc: BaseException) -> str:
 def read_lines(path: str) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its line end).
 
-    Decodes line by line so an invalid byte is reported at its own line.
+    Decodes large blocks at once (the per-line cost is what limits throughput)
+    and, on an invalid byte, reports the exact line it is on.
     """
     lineno = 0
     try:
         with _open(path) as f:
-            for raw in f:
-                lineno += 1
-                if raw.endswith(b"\n"):
-                    raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-                try:
-                    yield lineno, raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DumpError(
-                        path,
-                        lineno,
-                        f"invalid UTF-8 at byte {exc.start + 1} of the line",
-                        raw.decode("utf-8", "replace"),
-                    ) from None
+            rest = b""
+            while True:
+                chunk = f.read(CHUNK * 8)
+                if not chunk:
+                    break
+                block = rest + chunk
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    rest = block
+                    continue
+                rest = block[cut:]
+                for line in _decode(path, block[:cut], lineno).split("\n")[:-1]:
+                    lineno += 1
+                    yield lineno, line[:-1] if line.endswith("\r") else line
+            if rest:
+                line = _decode(path, rest, lineno)
+                yield lineno + 1, line[:-1] if line.endswith("\r") else line
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise DumpError(
             path, lineno + 1 if lineno else 0, f"cannot read file: {_describe(exc)}"
+        ) from None
+
+
+def _decode(path: str, block: bytes, lines_before: int) -> str:
+    try:
+        return block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = block.rfind(b"\n", 0, exc.start) + 1
+        line_end = block.find(b"\n", exc.start)
+        raw = block[line_start : line_end if line_end >= 0 else len(block)]
+        raise DumpError(
+            path,
+            lines_before + block.count(b"\n", 0, exc.start) + 1,
+            f"invalid UTF-8 at byte {exc.start - line_start + 1} of the line",
+            raw.decode("utf-8", "replace"),
         ) from None
