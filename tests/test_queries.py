@@ -19,7 +19,10 @@ from tests.conftest import GOLDEN
 ALL = queries.queries()
 IDS = [q.name for q in ALL]
 #: Parameters for the golden run of queries that need one.
-GOLDEN_PARAMS = {"heap-timeline": {"module": "003_186bba49641ec33a", "space": 0}}
+GOLDEN_PARAMS = {
+    "heap-timeline": {"module": "003_186bba49641ec33a", "space": 0},
+    "arena": {"module": "003_186bba49641ec33a", "allocation": None},
+}
 
 
 def _schema_with_views() -> dict[str, dict[str, str]]:
