@@ -262,5 +262,23 @@ def sql_command(text, db, fmt, output, limit) -> None:
     _emit(bufferhouse.sql(text, db), fmt, output, limit)
 
 
+@main.command("check")
+@click.option("--db", default=None, help=DB_HELP)
+@_handle_errors
+def check_command(db) -> None:
+    """Verify the warehouse: schema version, whole modules, the dumps' own
+    invariants recomputed from the tables, orphan rows. Opens it read-only;
+    exits 1 when anything is off.
+
+    Example: bufferhouse check --db fleet.duckdb
+    """
+    from bufferhouse.check import check_warehouse
+
+    report = check_warehouse(db)
+    for line in report.lines():
+        click.echo(line)
+    sys.exit(0 if report.ok else 1)
+
+
 if __name__ == "__main__":
     main()

@@ -34,9 +34,15 @@ def _is_lock_error(exc: Exception) -> bool:
     return "Could not set lock" in text or "Conflicting lock" in text
 
 
-def _lock_message(path: str, exc: Exception, waited: float) -> str:
+def _lock_message(path: str, exc: Exception, waited: float, read_only: bool = False) -> str:
     m = _LOCK_PID.search(str(exc))
     who = f"{m.group(1)} (PID {m.group(2)})" if m else "another process"
+    if read_only:
+        return (
+            f"warehouse {path} is open for writing by {who}; readers cannot share it with a "
+            "writer. Let that ingest finish, or close that program (a duckdb shell opened "
+            "without -readonly, a notebook), then retry."
+        )
     return (
         f"warehouse {path} is in use by {who}; waited {waited:.0f}s. Close that program "
         "(a duckdb shell, a notebook, another bufferhouse ingest) or pass a longer --wait."
@@ -68,7 +74,7 @@ def open_connection(
                 raise WarehouseError(f"cannot open warehouse {path}: {exc}") from None
             if time.monotonic() >= deadline:
                 raise WarehouseLockedError(
-                    _lock_message(path, exc, time.monotonic() - started)
+                    _lock_message(path, exc, time.monotonic() - started, read_only)
                 ) from None
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.01)))
             delay = min(delay * 2, 1.0)

@@ -1,0 +1,164 @@
+"""`bufferhouse check`: a clean warehouse passes; each kind of damage is named."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import duckdb
+import pytest
+from click.testing import CliRunner
+
+from bufferhouse.check import check_warehouse
+from bufferhouse.cli import main
+
+# One damaging statement per check: (what it does, SQL, check that must fail, message part).
+DAMAGE = [
+    (
+        "lost rows",
+        "DELETE FROM live_ranges WHERE module_id = (SELECT min(module_id) FROM modules)"
+        " AND start_time = 0",
+        "modules complete",
+        "were written at ingest",
+    ),
+    (
+        "row_counts without a table",
+        "UPDATE modules SET row_counts = map_from_entries([('allocations', 1)])"
+        " WHERE module_id = (SELECT min(module_id) FROM modules)",
+        "modules complete",
+        "row_counts records tables",
+    ),
+    (
+        "allocation_count off",
+        "UPDATE modules SET allocation_count = allocation_count + 1",
+        "modules complete",
+        "modules.allocation_count",
+    ),
+    (
+        "allocation grown",
+        "UPDATE allocations SET size = size + 1 WHERE allocation_index = 0",
+        "total bytes",
+        "but the allocations add up to",
+    ),
+    (
+        "value past its allocation",
+        "UPDATE assignments SET byte_offset = byte_offset + 1000000000",
+        "assignments in bounds",
+        "of allocation",
+    ),
+    (
+        "peak entry lost",
+        "DELETE FROM peak_values WHERE ordinal = 0",
+        "peak list",
+        "live at the peak time but not printed",
+    ),
+    (
+        "cumulative off",
+        "UPDATE peak_values SET cumulative_bytes = cumulative_bytes + 1 WHERE ordinal = 1",
+        "peak list",
+        "running sum",
+    ),
+    (
+        "logical peak off",
+        "UPDATE modules SET logical_peak_bytes = logical_peak_bytes + 1",
+        "peak list",
+        "logical_peak_bytes",
+    ),
+    (
+        "schedule cut",
+        "UPDATE modules SET schedule_length = schedule_length + 1",
+        "schedule",
+        "sequence rows",
+    ),
+    (
+        "heap peak off",
+        "UPDATE heap_peaks SET heap_peak_bytes = heap_peak_bytes + 1",
+        "heap peaks",
+        "is not indefinite + temp peak",
+    ),
+    (
+        "module row lost",
+        "DELETE FROM modules WHERE module_id = (SELECT min(module_id) FROM modules)",
+        "orphans",
+        "rows of a missing module",
+    ),
+    (
+        "diagnostics of a missing module",
+        "INSERT INTO diagnostics VALUES (1, 42, 'x.txt', 1, 'warning', 'w')",
+        "orphans",
+        "diagnostics of a missing module",
+    ),
+    (
+        "labels of a missing module",
+        "INSERT INTO labels VALUES (42, 'k', 'v')",
+        "orphans",
+        "labels rows of a missing module",
+    ),
+    (
+        "schema version",
+        "UPDATE schema_info SET value = '99' WHERE key = 'schema_version'",
+        "schema",
+        "schema version 99",
+    ),
+    ("a table dropped", "DROP TABLE stack_trace", "schema", "table stack_trace is missing"),
+]
+
+
+@pytest.fixture
+def copy_of(tmp_path):
+    def make(db: Path) -> Path:
+        target = tmp_path / "copy.duckdb"
+        shutil.copy(db, target)
+        return target
+
+    return make
+
+
+def test_clean_warehouse_passes(fleet_db):
+    report = check_warehouse(fleet_db)
+    assert report.ok, report.lines()
+    assert report.modules > 190
+    assert all(count == 0 for count in report.checks.values())
+    assert len(report.checks) == 8
+
+
+@pytest.mark.parametrize(("what", "sql", "check", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])
+def test_damage_is_found(samples_db, copy_of, what, sql, check, message):
+    db = copy_of(samples_db)
+    with duckdb.connect(str(db)) as con:
+        con.execute(sql)
+    report = check_warehouse(db)
+    assert not report.ok
+    assert report.checks[check] > 0, report.lines()
+    assert any(message in p.message for p in report.problems if p.check == check), report.lines()
+
+
+def test_cli_exit_codes_and_report(samples_db, copy_of):
+    runner = CliRunner()
+    ok = runner.invoke(main, ["check", "--db", str(samples_db)])
+    assert ok.exit_code == 0, ok.output
+    assert "warehouse is consistent" in ok.stdout
+    db = copy_of(samples_db)
+    with duckdb.connect(str(db)) as con:
+        con.execute(DAMAGE[3][1])
+    bad = runner.invoke(main, ["check", "--db", str(db)])
+    assert bad.exit_code == 1
+    assert "FAIL total bytes: 5" in bad.stdout
+    assert "module 003_186bba49641ec33a (" in bad.stdout
+    missing = runner.invoke(main, ["check", "--db", str(db.with_name("nope.duckdb"))])
+    assert missing.exit_code == 2
+    assert "no warehouse at" in missing.stderr
+
+
+def test_empty_file_is_an_empty_warehouse(tmp_path):
+    db = tmp_path / "new.duckdb"
+    duckdb.connect(str(db)).close()
+    report = check_warehouse(db)
+    assert report.ok and report.empty
+
+
+def test_check_opens_read_only(samples_db):
+    """Two checks and a reader at once: nobody takes the write lock."""
+    with duckdb.connect(str(samples_db), read_only=True):
+        assert check_warehouse(samples_db).ok
+        assert check_warehouse(samples_db).ok
