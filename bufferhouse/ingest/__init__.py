@@ -24,7 +24,7 @@ import pyarrow as pa
 from bufferhouse import __version__
 from bufferhouse.errors import BufferhouseError, DumpError
 from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts
-from bufferhouse.ingest.load import add_labels, load_module, module_tables, record_diagnostics
+from bufferhouse.ingest.load import ModuleWriter, add_labels, module_tables
 from bufferhouse.ingest.parse import ParsedModule, parse_module
 from bufferhouse.ingest.reader import content_digest, read_lines
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
@@ -299,15 +299,33 @@ def ingest_paths(
             )
         else:
             results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+        writer = ModuleWriter(con, run_id, label_pairs)
+        waiting: list[ModuleOutcome] = []  # loaded, reported once their batch commits
+
+        def report_outcome(outcome: ModuleOutcome) -> None:
+            report.outcomes.append(outcome)
+            if progress is not None:
+                progress(outcome, len(report.outcomes), len(groups))
+
+        def flush() -> None:
+            writer.flush()
+            for outcome in waiting:
+                report_outcome(outcome)
+            waiting.clear()
+
         try:
             for files, result in results:
-                outcome = _commit(con, files, result, run_id, label_pairs, known)
-                report.outcomes.append(outcome)
-                if progress is not None:
-                    progress(outcome, len(report.outcomes), len(groups))
+                outcome = _stage(con, writer, files, result, label_pairs, known)
+                if outcome.status == "loaded":
+                    waiting.append(outcome)
+                else:
+                    report_outcome(outcome)
+                if writer.full:
+                    flush()
                 if strict and outcome.status == "failed":
-                    report.stopped_early = len(report.outcomes) < len(groups)
+                    report.stopped_early = len(report.outcomes) + len(waiting) < len(groups)
                     break
+            flush()
         finally:
             close = getattr(results, "close", None)
             if close is not None:
@@ -318,22 +336,25 @@ def ingest_paths(
         con.close()
 
 
-def _commit(con, files: ModuleFiles, result: _Parsed, run_id: int, labels, known) -> ModuleOutcome:
+def _stage(
+    con, writer: ModuleWriter, files: ModuleFiles, result: _Parsed, labels, known: set[str]
+) -> ModuleOutcome:
+    """Queue a parsed module for the next batch (or record why it is not loaded)."""
     if result.status == "failed":
         assert result.error is not None
-        record_diagnostics(con, run_id, None, [result.error], "error")
+        writer.add_failure(result.error)
         return ModuleOutcome(files, "failed", error=result.error, bytes_read=result.bytes_read)
     module_id = module_id_of(result.content_hash) if result.content_hash else None
     if result.status == "present" or result.content_hash in known:
         # The same content seen again (this run or an earlier one): only new labels land.
         if labels and module_id is not None:
+            writer.flush()  # the module may still be waiting in the batch
             con.execute("BEGIN TRANSACTION")
             add_labels(con, module_id, labels)
             con.execute("COMMIT")
         return ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
     assert result.module_row is not None and result.tables is not None
-    row = dict(result.module_row, run_id=run_id)
-    load_module(con, row, result.tables, labels, result.warnings, run_id)
+    writer.add(dict(result.module_row, run_id=writer.run_id), result.tables, result.warnings)
     known.add(result.content_hash)
     return ModuleOutcome(
         files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read

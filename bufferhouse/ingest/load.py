@@ -1,15 +1,20 @@
-"""Write one parsed module into the warehouse in a single transaction.
+"""Write parsed modules into the warehouse, each module whole or not at all.
 
-A module lands whole or not at all: every table's rows, its labels, its
-diagnostics and its row counts commit together.
+Modules are buffered and committed in batches: one transaction and one
+INSERT per table for many modules, because per-statement overhead, not data
+volume, dominates small modules. A batch holds only whole modules, so a crash
+or a failed write never leaves part of a module behind.
 """
 
 from __future__ import annotations
 
+import contextlib
+from dataclasses import dataclass, field
+
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.errors import DumpError
+from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.ingest.parse import ParsedModule
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema, quote_identifier
 
@@ -19,8 +24,8 @@ def to_arrow(table_name: str, module_id: int, rows: list[tuple]) -> pa.Table:
     schema = arrow_schema(TABLES_BY_NAME[table_name])
     columns = list(zip(*rows)) if rows else [() for _ in range(len(schema) - 1)]
     arrays = [pa.array([module_id] * len(rows), pa.int64())]
-    for field, column in zip(list(schema)[1:], columns):
-        arrays.append(pa.array(column, field.type))
+    for column_field, column in zip(list(schema)[1:], columns):
+        arrays.append(pa.array(column, column_field.type))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -41,31 +46,6 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table
         con.unregister(view)
 
 
-def load_module(
-    con: duckdb.DuckDBPyConnection,
-    module_row: dict[str, object],
-    tables: dict[str, pa.Table],
-    labels: list[tuple[str, str]],
-    warnings: list[DumpError],
-    run_id: int,
-) -> None:
-    module_id = module_row["module_id"]
-    counts = {name: data.num_rows for name, data in tables.items()}
-    row = dict(module_row, row_counts=counts)
-    modules = pa.Table.from_pylist([row], schema=arrow_schema(TABLES_BY_NAME["modules"]))
-    con.execute("BEGIN TRANSACTION")
-    try:
-        insert_arrow(con, "modules", modules)
-        for name, data in tables.items():
-            insert_arrow(con, name, data)
-        add_labels(con, module_id, labels)
-        record_diagnostics(con, run_id, module_id, warnings, "warning")
-        con.execute("COMMIT")
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
-
-
 def add_labels(
     con: duckdb.DuckDBPyConnection, module_id: int, labels: list[tuple[str, str]]
 ) -> int:
@@ -82,15 +62,103 @@ def add_labels(
     return added
 
 
-def record_diagnostics(
-    con: duckdb.DuckDBPyConnection,
-    run_id: int,
-    module_id: int | None,
-    problems: list[DumpError],
-    severity: str,
-) -> None:
-    if problems:
-        con.executemany(
-            "INSERT INTO diagnostics VALUES (?, ?, ?, ?, ?, ?)",
-            [(run_id, module_id, e.path, e.line, severity, e.message) for e in problems],
+def _diagnostic_rows(
+    run_id: int, module_id: int | None, problems: list[DumpError], severity: str
+) -> list[dict]:
+    return [
+        {
+            "run_id": run_id,
+            "module_id": module_id,
+            "path": e.path,
+            "line": e.line,
+            "severity": severity,
+            "message": e.message,
+        }
+        for e in problems
+    ]
+
+
+@dataclass
+class ModuleWriter:
+    """Buffers whole modules and commits them together.
+
+    `flush()` writes everything buffered in one transaction; on any write
+    error it rolls back and raises WarehouseError, leaving the warehouse as
+    it was before the batch.
+    """
+
+    con: duckdb.DuckDBPyConnection
+    run_id: int
+    labels: list[tuple[str, str]]
+    max_modules: int = 256
+    max_rows: int = 2_000_000
+    _modules: list[dict] = field(default_factory=list)
+    _tables: dict[str, list[pa.Table]] = field(default_factory=dict)
+    _diagnostics: list[dict] = field(default_factory=list)
+    _rows: int = 0
+
+    def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> None:
+        counts = {name: data.num_rows for name, data in tables.items()}
+        self._modules.append(dict(module_row, row_counts=counts))
+        for name, data in tables.items():
+            if data.num_rows:
+                self._tables.setdefault(name, []).append(data)
+                self._rows += data.num_rows
+        self._diagnostics += _diagnostic_rows(
+            self.run_id, module_row["module_id"], warnings, "warning"
         )
+
+    def add_failure(self, error: DumpError) -> None:
+        self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
+
+    @property
+    def full(self) -> bool:
+        return len(self._modules) >= self.max_modules or self._rows >= self.max_rows
+
+    @property
+    def pending(self) -> int:
+        return len(self._modules)
+
+    def flush(self) -> int:
+        """Commit the buffered modules; returns how many were written."""
+        if not self._modules and not self._diagnostics:
+            return 0
+        modules = pa.Table.from_pylist(
+            self._modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
+        )
+        label_rows = [
+            {"module_id": m["module_id"], "key": k, "value": v}
+            for m in self._modules
+            for k, v in self.labels
+        ]
+        con = self.con
+        try:
+            con.execute("BEGIN TRANSACTION")
+            insert_arrow(con, "modules", modules)
+            for name, parts in self._tables.items():
+                insert_arrow(con, name, pa.concat_tables(parts))
+            if label_rows:
+                insert_arrow(
+                    con,
+                    "labels",
+                    pa.Table.from_pylist(label_rows, schema=arrow_schema(TABLES_BY_NAME["labels"])),
+                )
+            if self._diagnostics:
+                insert_arrow(
+                    con,
+                    "diagnostics",
+                    pa.Table.from_pylist(
+                        self._diagnostics, schema=arrow_schema(TABLES_BY_NAME["diagnostics"])
+                    ),
+                )
+            con.execute("COMMIT")
+        except duckdb.Error as exc:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            raise WarehouseError(
+                f"could not write {len(self._modules)} modules to the warehouse: {exc}. "
+                "Nothing of them was written; modules committed before are intact."
+            ) from None
+        written = len(self._modules)
+        self._modules, self._tables, self._diagnostics, self._rows = [], {}, [], 0
+        return written
