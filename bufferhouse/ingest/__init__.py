@@ -23,10 +23,10 @@ import pyarrow as pa
 
 from bufferhouse import __version__
 from bufferhouse.errors import BufferhouseError, DumpError
-from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts
+from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
 from bufferhouse.ingest.load import ModuleWriter, add_labels, module_tables
 from bufferhouse.ingest.parse import ParsedModule, parse_module
-from bufferhouse.ingest.reader import content_digest, read_lines
+from bufferhouse.ingest.reader import content_digest
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 
 __all__ = [
@@ -101,7 +101,11 @@ class _Parsed:
 
 
 def parse_files(
-    files: ModuleFiles, known: frozenset[str] | set[str] = frozenset(), max_bytes: int | None = None
+    files: ModuleFiles,
+    known: frozenset[str] | set[str] = frozenset(),
+    max_bytes: int | None = None,
+    *,
+    accelerate: bool = True,
 ) -> _Parsed:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises."""
     if files.problems and files.buffer_assignment is None:
@@ -116,7 +120,7 @@ def parse_files(
     if digest in known:
         return _Parsed("present", content_hash=digest, bytes_read=nbytes)
     try:
-        parsed = parse_module(dump_files, read_lines, files.hlo)
+        parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
         module_id = module_id_of(digest)
         row = _module_row(files, parsed, digest, module_id, nbytes)
         tables = module_tables(module_id, parsed)
@@ -138,19 +142,20 @@ def parse_files(
 def _module_row(
     files: ModuleFiles, parsed: ParsedModule, digest: str, module_id: int, nbytes: int
 ) -> dict:
-    parts = stem_parts(files.stem)
+    stem = text_path(files.stem)  # file names need not be UTF-8
+    parts = stem_parts(stem)
     facts = parsed.facts
     backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
-    paths = [p for _, p in files.dump_files()] + (
-        [files.hlo] if files.hlo and "hlo" in parsed.sections else []
+    paths = [text_path(p) for _, p in files.dump_files()] + (
+        [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
     )
     return {
         "module_id": module_id,
         "content_hash": digest,
         "run_id": None,
-        "module_name": parts["module_name"] or files.stem,
+        "module_name": parts["module_name"] or stem,
         "module_number": parts["module_number"],
-        "file_stem": files.stem,
+        "file_stem": stem,
         "backend": backend,
         "target": parts["target"],
         "stage": parts["stage"],

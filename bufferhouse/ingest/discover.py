@@ -90,7 +90,9 @@ def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
         try:
             if entry.is_dir(follow_symlinks=True):
                 yield from _walk(entry.path, seen)
-            elif entry.is_file(follow_symlinks=True):
+            elif entry.is_file(follow_symlinks=True) or entry.is_symlink():
+                # A dangling link is yielded too: if its name is a dump's, reading it
+                # fails with a message naming it instead of the module vanishing silently.
                 yield entry.path
         except OSError:
             continue
@@ -178,6 +180,19 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             )
     ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
     return missing + ordered
+
+
+def text_path(path: str) -> str:
+    """`path` as valid UTF-8 text for the warehouse and messages.
+
+    File names are bytes; the ones that are not UTF-8 reach Python with
+    surrogates, which no UTF-8 column can hold. Those bytes are shown as \\xNN.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return path
 
 
 def stem_parts(stem: str) -> dict[str, str | int | None]:

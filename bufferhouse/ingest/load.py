@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from bufferhouse.errors import DumpError, WarehouseError
+from bufferhouse.ingest.discover import text_path
 from bufferhouse.ingest.parse import ParsedModule
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema, quote_identifier
 
@@ -69,7 +70,7 @@ def _diagnostic_rows(
         {
             "run_id": run_id,
             "module_id": module_id,
-            "path": e.path,
+            "path": text_path(e.path),
             "line": e.line,
             "severity": severity,
             "message": e.message,

@@ -11,11 +11,12 @@ nothing is half-kept.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.ingest import hlo, shapes
+from bufferhouse.ingest.reader import read_blocks, read_lines
 
 INT64_MAX = (1 << 63) - 1
 
@@ -44,6 +45,18 @@ _TRACE_LINE = re.compile(
     + _SPACED
     + r" bytes\)$"
 )
+_BLOCK = re.compile(
+    r"(?P<header><\d+ [^ {}<>\n]+(?:\{[0-9,]*\})?(?: \(phi\))?(?: @\d+)?>)\n"
+    r" positions:\n(?P<positions>(?:  [^\n]*\n)+)"
+    r" uses:\n(?P<uses>(?:  [^\n]*\n)*)"
+    r" from instruction:(?P<instr>[^\n]*)\n"
+)
+_POSITION_ALL = re.compile(r"^  ([^ ,{}\n]+)(?: (\{[0-9,]*\}))?$", re.M)
+_USE_ALL = re.compile(r"^  ([^ ,{}\n]+), operand (\d{1,9})(?: (\{[0-9,]*\}))?$", re.M)
+_SEQ_RUN = re.compile(r"(?:    \d+:\S+\n)+")
+_SEQ_ALL = re.compile(r"^    (\d{1,9}):(\S+)$", re.M)
+_BLR_RUN = re.compile(r"(?:    [^ {}:\n]+\{[0-9,]*\}:\d{1,9}-\d{1,9}\n)+")
+_BLR_ALL = re.compile(r"^    ([^ {}:\n]+)(\{[0-9,]*\}):(\d+)-(\d+)$", re.M)
 _REPORT_SPACE = re.compile(r"Memory Space: (.*) \(color=(\d+)\)$")
 _REPORT_TOTAL_B = re.compile(r"Total bytes: (\d+)(?: \(([^)]*)\))?$")
 _LR_UNAVAILABLE = "HloLiveRange not available"
@@ -130,6 +143,8 @@ class _Parser:
         self.warnings: list[DumpError] = []
         self.lr_unavailable = False
         self._lr_part = ""
+        self.ends: dict[str, int] = {}  # path -> its last line, for "truncated?" errors
+        self.lr_path: str | None = None  # file holding the HloLiveRange section
         self._last_used = -1
 
     # -- helpers -------------------------------------------------------------
@@ -138,176 +153,283 @@ class _Parser:
             self.sections.append(name)
 
     # -- the buffer-assignment family of files --------------------------------
+    def begin_file(self) -> None:
+        self.state = "start"
+        self.state_cross: _Alloc | None = None
+        self.alloc: _Alloc | None = None
+        self.block: dict | None = None  # current Used values block
+        self.block_state = ""
+        self.trace_stack: list[int] = []
+        self.last_line = 0
+
     def feed(self, path: str, lines: Iterable[tuple[int, str]]) -> None:
-        state = "start"
-        state_cross: _Alloc | None = None
-        alloc: _Alloc | None = None
-        block: dict | None = None  # current Used values block
-        block_state = ""
-        trace_stack: list[int] = []
-        last_line = 0
+        """Parse one file line by line (the reference path)."""
+        self.begin_file()
         for lineno, line in lines:
-            last_line = lineno
-            if state == "alloc":
-                if line.startswith(" value: "):
-                    if alloc is None:
-                        raise ParseError(
-                            path, lineno, "value line before any allocation header", line
-                        )
-                    self._value_line(path, lineno, line, alloc)
-                    continue
-                if line.startswith("allocation "):
-                    alloc = self._alloc_line(path, lineno, line)
-                    continue
-                if line.startswith("  value: "):
-                    if alloc is None or state_cross is not alloc:
-                        raise ParseError(
-                            path,
-                            lineno,
-                            "a two-space '  value:' line must follow "
-                            "' reused by buffers of a different color:'",
-                            line,
-                        )
-                    self._cross_line(path, lineno, line, alloc)
-                    continue
-                if line == " reused by buffers of a different color:":
-                    if alloc is None:
-                        raise ParseError(
-                            path, lineno, "cross-color block before any allocation", line
-                        )
-                    state_cross = alloc
-                    self.features.add("cross_color")
-                    continue
-                if not line.strip():
-                    continue
-            if state == "used" and block is not None:
-                if line.startswith("<"):
-                    if block_state == "header" or (
-                        block_state != "instr" and "from_instruction" in self.features
-                    ):
-                        raise ParseError(
-                            path,
-                            lineno,
-                            f"used value {block['id']} ends before its ' from instruction:' line",
-                            line,
-                        )
-                    block = self._used_header(path, lineno, line)
-                    block_state = "header"
-                    continue
-                if not line:
-                    state = "between"
-                    continue
-                if block_state == "instr":
-                    if not line.startswith("HloLiveRange "):
-                        # JSON configs may print raw newlines: continuation of the text.
-                        block["text"] += "\n" + line
+            self.last_line = lineno
+            self._line(path, lineno, line)
+        self.end_file(path)
+
+    def feed_blocks(self, path: str, blocks: Iterable[tuple[int, str]]) -> None:
+        """Parse one file given as blocks of whole lines (the accelerated path).
+
+        Runs of well-formed lines in the bulky sections (used values,
+        instruction sequence, buffer live ranges) are matched many lines at a
+        time with one regex; every other line, and any run the regex does not
+        match exactly, goes through the same per-line state machine as
+        `feed`, so both paths produce the same rows and the same errors.
+        """
+        self.begin_file()
+        lineno = 0
+        for first, text in blocks:
+            lineno = first - 1
+            pos, n = 0, len(text)
+            while pos < n:
+                if self.state == "used" and self.block_state in ("instr", ""):
+                    m = _BLOCK.match(text, pos)
+                    if m is not None and self._fast_block(path, lineno, m):
+                        lineno += m.group().count("\n")
+                        pos = m.end()
                         continue
-                    state = "between"
-                elif line == " positions:":
-                    block_state = "positions"
-                    continue
-                elif line == " uses:" or line == " uses are not initialized yet.":
-                    block_state = "uses"
-                    continue
-                elif line.startswith(" from instruction:"):
-                    self._from_instruction(path, lineno, line, block)
-                    block_state = "instr"
-                    glued = block.pop("glued", None)
-                    if glued:
-                        block = self._used_header(path, lineno, glued)
-                        block_state = "header"
-                    continue
-                elif block_state == "positions":
-                    m = _POSITION.match(line)
-                    if not m:
-                        raise ParseError(
-                            path, lineno, "expected a position '  NAME[ {index}]'", line
-                        )
-                    block["positions"].append((m.group(1), m.group(2) or "{}"))
-                    continue
-                elif block_state == "uses":
-                    if line == "  (none)":
-                        self.features.add("uses_none")
+                elif self.state == "lr" and self._lr_part in ("seq", "blr"):
+                    run = (_SEQ_RUN if self._lr_part == "seq" else _BLR_RUN).match(text, pos)
+                    if run is not None and self._fast_run(path, lineno, run.group()):
+                        lineno += run.group().count("\n")
+                        pos = run.end()
                         continue
-                    m = _USE.match(line)
-                    if not m:
-                        raise ParseError(
-                            path, lineno, "expected a use '  NAME, operand N[ {index}]'", line
-                        )
-                    operand = _int(m.group(2), path, lineno, line, "operand")
-                    block["uses"].append((m.group(1), operand, m.group(3) or "{}"))
-                    continue
-                else:
+                nl = text.find("\n", pos)
+                end = n if nl < 0 else nl
+                lineno += 1
+                self.last_line = lineno
+                self._line(path, lineno, text[pos:end])
+                pos = end + 1
+        if lineno:
+            self.last_line = lineno
+        self.end_file(path)
+
+    def _fast_block(self, path: str, lineno: int, m: re.Match[str]) -> bool:
+        """One complete used-value block; False (nothing consumed) if any line is unusual."""
+        positions = _POSITION_ALL.findall(m.group("positions"))
+        if len(positions) != m.group("positions").count("\n"):
+            return False
+        uses_text = m.group("uses")
+        if uses_text == "  (none)\n":
+            uses: list = []
+            self.features.add("uses_none")
+        else:
+            uses = _USE_ALL.findall(uses_text)
+            if len(uses) != uses_text.count("\n"):
+                return False
+        header_line = lineno + 1
+        self.last_line = lineno + m.group().count("\n")
+        block = self._used_header(path, header_line, m.group("header"))
+        block["positions"] = [(name, index or "{}") for name, index in positions]
+        block["uses"] = [(name, int(op), index or "{}") for name, op, index in uses]
+        self._from_instruction(path, self.last_line, m.group("instr"), block)
+        self.block, self.block_state = block, "instr"
+        glued = block.pop("glued", None)
+        if glued:
+            self.block, self.block_state = self._used_header(path, self.last_line, glued), "header"
+        return True
+
+    def _fast_run(self, path: str, lineno: int, run: str) -> bool:
+        """A run of InstructionSequence or BufferLiveRange lines."""
+        if self._lr_part == "seq":
+            start = len(self.sequence)
+            items = _SEQ_ALL.findall(run)
+            for i, (pos, _name) in enumerate(items):
+                if int(pos) != start + i:
+                    return False  # the per-line path reports it
+            self.sequence.extend(name for _, name in items)
+        else:
+            items = _BLR_ALL.findall(run)
+            limit = self.schedule_length
+            rows = []
+            for i, (name, index, start, end) in enumerate(items, lineno + 1):
+                s, e = int(start), int(end)
+                if e < s or (limit is not None and e > limit):
+                    return False
+                rows.append((name, index, s, e, i))
+            self.live.extend(rows)
+        self.last_line = lineno + run.count("\n")
+        return True
+
+    def _line(self, path: str, lineno: int, line: str) -> None:
+        """One line of the state machine; the state lives on self between lines."""
+        state, state_cross, alloc = self.state, self.state_cross, self.alloc
+        block, block_state = self.block, self.block_state
+        try:
+            state, state_cross, alloc, block, block_state = self._step(
+                path, lineno, line, state, state_cross, alloc, block, block_state
+            )
+        finally:
+            self.state, self.state_cross, self.alloc = state, state_cross, alloc
+            self.block, self.block_state = block, block_state
+
+    def _step(self, path, lineno, line, state, state_cross, alloc, block, block_state):
+        """Handle one line given the state; returns the new state."""
+        if state == "alloc":
+            if line.startswith(" value: "):
+                if alloc is None:
+                    raise ParseError(path, lineno, "value line before any allocation header", line)
+                self._value_line(path, lineno, line, alloc)
+                return state, state_cross, alloc, block, block_state
+            if line.startswith("allocation "):
+                alloc = self._alloc_line(path, lineno, line)
+                return state, state_cross, alloc, block, block_state
+            if line.startswith("  value: "):
+                if alloc is None or state_cross is not alloc:
                     raise ParseError(
                         path,
                         lineno,
-                        "expected ' positions:', ' uses:' or ' from instruction:' in a used value",
+                        "a two-space '  value:' line must follow "
+                        "' reused by buffers of a different color:'",
                         line,
                     )
-            if state == "lr":
-                handled, trace_stack = self._live_range_line(path, lineno, line, trace_stack)
-                if handled:
-                    continue
-            # Section headers, valid from any state.
-            if line == "BufferAssignment:":
-                if "allocations" in self.sections:
-                    raise ParseError(path, lineno, "a second 'BufferAssignment:' section", line)
-                self._section("allocations")
-                state, alloc, state_cross = "alloc", None, None
-                continue
-            if line.startswith("Total bytes used:"):
-                m = _TOTAL.match(line)
-                if not m:
-                    raise ParseError(path, lineno, "expected 'Total bytes used: N (human)'", line)
-                if self.total is not None:
-                    raise ParseError(path, lineno, "a second 'Total bytes used' line", line)
-                self.total = _int(m.group(1), path, lineno, line, "total")
-                self.total_line = (path, lineno)
-                self.features.add("total_line")
-                if m.group(2) is not None:
-                    self.features.add("total_human")
-                self._section("totals")
-                state = "between"
-                continue
-            if line == "Used values:":
-                self._section("used_values")
-                state, block, block_state = "used", None, ""
-                continue
-            if state == "used" and block is None and line.startswith("<"):
-                if not _VALUE_HEADER.match(line):
+                self._cross_line(path, lineno, line, alloc)
+                return state, state_cross, alloc, block, block_state
+            if line == " reused by buffers of a different color:":
+                if alloc is None:
+                    raise ParseError(path, lineno, "cross-color block before any allocation", line)
+                state_cross = alloc
+                self.features.add("cross_color")
+                return state, state_cross, alloc, block, block_state
+            if not line.strip():
+                return state, state_cross, alloc, block, block_state
+        if state == "used" and block is not None:
+            if line.startswith("<"):
+                if block_state == "header" or (
+                    block_state != "instr" and "from_instruction" in self.features
+                ):
                     raise ParseError(
-                        path, lineno, "expected a value header '<id name @color>'", line
+                        path,
+                        lineno,
+                        f"used value {block['id']} ends before its ' from instruction:' line",
+                        line,
                     )
                 block = self._used_header(path, lineno, line)
                 block_state = "header"
-                continue
-            if line.startswith("HloLiveRange (max "):
-                m = _LR_HEADER.match(line)
-                if not m:
-                    raise ParseError(path, lineno, "expected 'HloLiveRange (max N):'", line)
-                if self.schedule_length is not None:
-                    raise ParseError(path, lineno, "a second HloLiveRange section", line)
-                self.schedule_length = _int(m.group(1), path, lineno, line, "max")
-                self._section("live_range")
-                self.features.add("live_range")
-                state, self._lr_part = "lr", "header"
-                continue
-            if line.startswith(_LR_UNAVAILABLE):
-                self.lr_unavailable = True
+                return state, state_cross, alloc, block, block_state
+            if not line:
                 state = "between"
-                continue
-            if not line.strip():
-                continue
-            if state == "start":
+                return state, state_cross, alloc, block, block_state
+            if block_state == "instr":
+                if not line.startswith("HloLiveRange "):
+                    # JSON configs may print raw newlines: continuation of the text.
+                    block["text"] += "\n" + line
+                    return state, state_cross, alloc, block, block_state
+                state = "between"
+            elif line == " positions:":
+                block_state = "positions"
+                return state, state_cross, alloc, block, block_state
+            elif line == " uses:" or line == " uses are not initialized yet.":
+                block_state = "uses"
+                return state, state_cross, alloc, block, block_state
+            elif line.startswith(" from instruction:"):
+                self._from_instruction(path, lineno, line[len(" from instruction:") :], block)
+                block_state = "instr"
+                glued = block.pop("glued", None)
+                if glued:
+                    block = self._used_header(path, lineno, glued)
+                    block_state = "header"
+                return state, state_cross, alloc, block, block_state
+            elif block_state == "positions":
+                m = _POSITION.match(line)
+                if not m:
+                    raise ParseError(path, lineno, "expected a position '  NAME[ {index}]'", line)
+                block["positions"].append((m.group(1), m.group(2) or "{}"))
+                return state, state_cross, alloc, block, block_state
+            elif block_state == "uses":
+                if line == "  (none)":
+                    self.features.add("uses_none")
+                    return state, state_cross, alloc, block, block_state
+                m = _USE.match(line)
+                if not m:
+                    raise ParseError(
+                        path, lineno, "expected a use '  NAME, operand N[ {index}]'", line
+                    )
+                operand = _int(m.group(2), path, lineno, line, "operand")
+                block["uses"].append((m.group(1), operand, m.group(3) or "{}"))
+                return state, state_cross, alloc, block, block_state
+            else:
                 raise ParseError(
                     path,
                     lineno,
-                    "expected 'BufferAssignment:' (not a buffer-assignment dump?)",
+                    "expected ' positions:', ' uses:' or ' from instruction:' in a used value",
                     line,
                 )
-            raise ParseError(path, lineno, f"unexpected line in the {self._where(state)}", line)
+        if state == "lr":
+            handled, self.trace_stack = self._live_range_line(path, lineno, line, self.trace_stack)
+            if handled:
+                return state, state_cross, alloc, block, block_state
+        # Section headers, valid from any state.
+        if line == "BufferAssignment:":
+            if "allocations" in self.sections:
+                raise ParseError(path, lineno, "a second 'BufferAssignment:' section", line)
+            self._section("allocations")
+            state, alloc, state_cross = "alloc", None, None
+            return state, state_cross, alloc, block, block_state
+        if line.startswith("Total bytes used:"):
+            m = _TOTAL.match(line)
+            if not m:
+                raise ParseError(path, lineno, "expected 'Total bytes used: N (human)'", line)
+            if self.total is not None:
+                raise ParseError(path, lineno, "a second 'Total bytes used' line", line)
+            self.total = _int(m.group(1), path, lineno, line, "total")
+            self.total_line = (path, lineno)
+            self.features.add("total_line")
+            if m.group(2) is not None:
+                self.features.add("total_human")
+            self._section("totals")
+            state = "between"
+            return state, state_cross, alloc, block, block_state
+        if line == "Used values:":
+            self._section("used_values")
+            state, block, block_state = "used", None, ""
+            return state, state_cross, alloc, block, block_state
+        if state == "used" and block is None and line.startswith("<"):
+            if not _VALUE_HEADER.match(line):
+                raise ParseError(path, lineno, "expected a value header '<id name @color>'", line)
+            block = self._used_header(path, lineno, line)
+            block_state = "header"
+            return state, state_cross, alloc, block, block_state
+        if line.startswith("HloLiveRange (max "):
+            m = _LR_HEADER.match(line)
+            if not m:
+                raise ParseError(path, lineno, "expected 'HloLiveRange (max N):'", line)
+            if self.schedule_length is not None:
+                raise ParseError(path, lineno, "a second HloLiveRange section", line)
+            self.schedule_length = _int(m.group(1), path, lineno, line, "max")
+            self._section("live_range")
+            self.lr_path = path
+            self.features.add("live_range")
+            state, self._lr_part = "lr", "header"
+            return state, state_cross, alloc, block, block_state
+        if line.startswith(_LR_UNAVAILABLE):
+            self.lr_unavailable = True
+            state = "between"
+            return state, state_cross, alloc, block, block_state
+        if not line.strip():
+            return state, state_cross, alloc, block, block_state
+        if state == "start":
+            raise ParseError(
+                path,
+                lineno,
+                "expected 'BufferAssignment:' (not a buffer-assignment dump?)",
+                line,
+            )
+        raise ParseError(path, lineno, f"unexpected line in the {self._where(state)}", line)
+
+    def end_file(self, path: str) -> None:
+        state, block, block_state, last_line = (
+            self.state,
+            self.block,
+            self.block_state,
+            self.last_line,
+        )
         if last_line == 0:
             raise ParseError(path, 0, "empty file")
+        self.ends[path] = last_line
         if state == "start":
             raise ParseError(
                 path, 1, "no 'BufferAssignment:' header (not a buffer-assignment dump?)"
@@ -432,13 +554,13 @@ class _Parser:
         self.used[vid] = block
         return block
 
-    def _from_instruction(self, path: str, lineno: int, line: str, block: dict) -> None:
-        text = line[len(" from instruction:") :]
+    def _from_instruction(self, path: str, lineno: int, text: str, block: dict) -> None:
+        """`text` is what follows ' from instruction:' on the line."""
         self.features.add("from_instruction")
         if text.startswith(" "):
             text = text[1:]
             self.features.add("from_instruction_space")
-        m = _GLUED.search(text)
+        m = _GLUED.search(text) if text.endswith(">") else None
         if m and text.startswith("%"):
             block["glued"] = m.group(1)
             text = text[: m.start()]
@@ -607,7 +729,8 @@ def _alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str,
             raise ParseError(
                 path,
                 lineno,
-                f"expected ', ' before an allocation attribute at column {len('allocation ') + pos}",
+                f"expected ', ' before an allocation attribute at column {len(line) - n + pos}"
+                + (" (the size is not a whole number of bytes?)" if pos == 0 else ""),
                 line,
             )
         pos += 2
@@ -681,18 +804,26 @@ def _is_temp(a: _Alloc) -> bool:
 
 def parse_module(
     files: list[tuple[str, str]],
-    read: Callable[[str], Iterable[tuple[int, str]]],
     hlo_path: str | None = None,
+    *,
+    accelerate: bool = True,
 ) -> ParsedModule:
-    """Parse a module's files, given as (role, path); `read(path)` yields numbered lines."""
+    """Parse a module's files, given as (role, path).
+
+    `accelerate=False` runs the plain per-line state machine; the tests run
+    both paths over every fixture and require identical results.
+    """
+    read = read_lines
     p = _Parser()
     ba_path = next(path for role, path in files if role == "buffer_assignment")
     for role, path in files:
         if role == "usage_report":
-            p.feed_report(path, read(path))
+            p.feed_report(path, read_lines(path))
             p._section("usage_report")
+        elif accelerate:
+            p.feed_blocks(path, read_blocks(path))
         else:
-            p.feed(path, read(path))
+            p.feed(path, read_lines(path))
     if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
         p.features.add("split")
     return _finish(p, ba_path, files, hlo_path, read)
@@ -702,6 +833,11 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
     out = ParsedModule()
     if "allocations" not in p.sections:
         raise ParseError(ba_path, 0, "no 'BufferAssignment:' section found")
+    if not p.allocs:
+        raise ParseError(
+            ba_path, p.ends.get(ba_path, 0), "no allocation after 'BufferAssignment:' (truncated?)"
+        )
+    lr_path = p.lr_path or ba_path
     # Invariants that XLA's printer guarantees; a break means a cut or edited file.
     alloc_sum = sum(a.size for a in p.allocs.values())
     if p.total is not None and p.total != alloc_sum:
@@ -733,11 +869,20 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
         raise ParseError(
             ba_path, 0, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
         )
+    if "used_values" not in p.sections:
+        where = p.total_line[0] if p.total_line else ba_path
+        raise ParseError(
+            where,
+            p.ends.get(where, 0),
+            "no 'Used values:' section: the file ends in the BufferAssignment section "
+            "(truncated?), or the -buffer-assignment-values.txt of a split (2026-04+) dump "
+            "is missing",
+        )
     if not split and "from_instruction" in p.features and "live_range" not in p.sections:
         raise ParseError(ba_path, 0, "no HloLiveRange section after Used values (truncated?)")
     if p.schedule_length is not None and len(p.sequence) != p.schedule_length:
         raise ParseError(
-            ba_path,
+            lr_path,
             0,
             f"InstructionSequence has {len(p.sequence)} steps but 'HloLiveRange (max {p.schedule_length})' "
             "(file truncated?)",
@@ -757,30 +902,32 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
         key = (name, index if index is not None else "{}")
         if index is not None and key not in live_by_key:
             raise ParseError(
-                ba_path, line, f"peak list names {name}{index}, which has no BufferLiveRange entry"
+                lr_path, line, f"peak list names {name}{index}, which has no BufferLiveRange entry"
             )
         if index is None and not any(k[0] == name for k in live_by_key):
             raise ParseError(
-                ba_path, line, f"peak list names {name}, which has no BufferLiveRange entry"
+                lr_path, line, f"peak list names {name}, which has no BufferLiveRange entry"
             )
         running += nbytes
         if cumulative is not None and cumulative != running:
             raise ParseError(
-                ba_path, line, f"cumulative {cumulative} bytes, but the running sum is {running}"
+                lr_path, line, f"cumulative {cumulative} bytes, but the running sum is {running}"
             )
         peak_rows.append((ordinal, name, index, by_key.get(key), nbytes, cumulative))
     if p.peak_time is not None and "peak_index" in p.features:
         live_at_peak = sum(1 for s, e in live_by_key.values() if s <= p.peak_time <= e)
         if live_at_peak != len(p.peak):
             raise ParseError(
-                ba_path,
-                0,
+                lr_path,
+                p.peak[-1][4] if p.peak else p.ends.get(lr_path, 0),
                 f"peak list at {p.peak_time} has {len(p.peak)} entries but {live_at_peak} values are live "
                 "then per BufferLiveRange (file truncated?)",
             )
     if p.trace and p.trace[-1][5] != 0:
         raise ParseError(
-            ba_path, 0, "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)"
+            lr_path,
+            p.ends.get(lr_path, 0),
+            "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)",
         )
 
     # Instructions: parse each distinct text once.

@@ -55,16 +55,21 @@ def _describe(exc: BaseException) -> str:
         return f"corrupt gzip data ({exc})"
     if isinstance(exc, PermissionError):
         return "permission denied"
+    if isinstance(exc, FileNotFoundError):
+        return "no such file (a dangling symbolic link?)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror  # the path is in the message already
     return str(exc) or type(exc).__name__
 
 
-def read_lines(path: str) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line without its line end).
+def read_blocks(path: str) -> Iterator[tuple[int, str]]:
+    """Yield (number of the block's first line, text of whole lines).
 
-    Decodes large blocks at once (the per-line cost is what limits throughput)
-    and, on an invalid byte, reports the exact line it is on.
+    Each block but the last ends with a newline; CRLF becomes LF. Decoding
+    8 MiB at a time keeps the per-line cost out of reading, and an invalid
+    byte is reported at its exact line.
     """
-    lineno = 0
+    lineno = 1
     try:
         with _open(path) as f:
             rest = b""
@@ -78,22 +83,34 @@ def read_lines(path: str) -> Iterator[tuple[int, str]]:
                     rest = block
                     continue
                 rest = block[cut:]
-                for line in _decode(path, block[:cut], lineno).split("\n")[:-1]:
-                    lineno += 1
-                    yield lineno, line[:-1] if line.endswith("\r") else line
+                text = _decode(path, block[:cut], lineno - 1)
+                if "\r" in text:
+                    text = text.replace("\r\n", "\n")
+                yield lineno, text
+                lineno += text.count("\n")
             if rest:
-                line = _decode(path, rest, lineno)
-                yield lineno + 1, line[:-1] if line.endswith("\r") else line
+                text = _decode(path, rest, lineno - 1)
+                yield lineno, text[:-1] if text.endswith("\r") else text
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DumpError(
-            path, lineno + 1 if lineno else 0, f"cannot read file: {_describe(exc)}"
-        ) from None
+        raise DumpError(path, lineno, f"cannot read file: {_describe(exc)}") from None
+
+
+def read_lines(path: str) -> Iterator[tuple[int, str]]:
+    """Yield (1-based line number, line without its line end)."""
+    for first, text in read_blocks(path):
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        yield from enumerate(lines, first)
 
 
 def _decode(path: str, block: bytes, lines_before: int) -> str:
+    nul = block.find(b"\0")  # NUL is valid UTF-8 but never in a dump: binary data
     try:
-        return block.decode("utf-8")
+        text = block.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if 0 <= nul < exc.start:
+            _nul_error(path, block, lines_before, nul)
         line_start = block.rfind(b"\n", 0, exc.start) + 1
         line_end = block.find(b"\n", exc.start)
         raw = block[line_start : line_end if line_end >= 0 else len(block)]
@@ -103,3 +120,18 @@ def _decode(path: str, block: bytes, lines_before: int) -> str:
             f"invalid UTF-8 at byte {exc.start - line_start + 1} of the line",
             raw.decode("utf-8", "replace"),
         ) from None
+    if nul >= 0:
+        _nul_error(path, block, lines_before, nul)
+    return text
+
+
+def _nul_error(path: str, block: bytes, lines_before: int, nul: int) -> None:
+    line_start = block.rfind(b"\n", 0, nul) + 1
+    line_end = block.find(b"\n", nul)
+    raw = block[line_start : line_end if line_end >= 0 else len(block)]
+    raise DumpError(
+        path,
+        lines_before + block.count(b"\n", 0, nul) + 1,
+        f"NUL byte at byte {nul - line_start + 1} of the line (binary data, not a text dump)",
+        raw.decode("utf-8", "replace"),
+    )

@@ -1,0 +1,69 @@
+"""The accelerated parser (multi-line regex runs) and the per-line state machine
+must agree exactly: same rows, same facts, same warnings, same errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bufferhouse.errors import DumpError
+from bufferhouse.ingest import discover
+from bufferhouse.ingest.discover import ModuleFiles
+from bufferhouse.ingest.parse import parse_module
+from tests.conftest import DATA, SAMPLES
+
+GROUPS = [g for g in discover([DATA]) if g.buffer_assignment and not g.problems]
+
+
+def _outcome(files, accelerate: bool):
+    try:
+        parsed = parse_module(files.dump_files(), files.hlo, accelerate=accelerate)
+    except DumpError as exc:
+        return ("error", type(exc).__name__, exc.path, exc.line, exc.message)
+    warnings = [(w.path, w.line, w.message) for w in parsed.warnings]
+    return ("ok", parsed.rows, parsed.facts, parsed.sections, sorted(parsed.features), warnings)
+
+
+def test_there_are_many_fixtures():
+    assert len(GROUPS) > 150
+
+
+@pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
+def test_fast_and_slow_paths_agree(files):
+    assert _outcome(files, True) == _outcome(files, False)
+
+
+SAMPLE_LINES = [p.read_text().split("\n") for p in sorted(SAMPLES.glob("*.txt"))]
+
+
+@st.composite
+def _mutants(draw):
+    lines = list(draw(st.sampled_from(SAMPLE_LINES)))
+    for _ in range(draw(st.integers(1, 4))):
+        i = draw(st.integers(0, len(lines) - 1))
+        op = draw(st.sampled_from(["delete", "duplicate", "swap", "truncate", "blank"]))
+        if op == "delete":
+            del lines[i]
+        elif op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "swap" and i + 1 < len(lines):
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        elif op == "truncate":
+            lines[i] = lines[i][: draw(st.integers(0, max(len(lines[i]) - 1, 0)))]
+        else:
+            lines.insert(i, "")
+    return "\n".join(lines)
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=_mutants())
+def test_paths_agree_on_mutated_dumps(tmp_path_factory, text):
+    path = tmp_path_factory.mktemp("mut") / "m-buffer-assignment.txt"
+    path.write_text(text)
+    files = ModuleFiles(str(path.parent), "m", buffer_assignment=str(path))
+    assert _outcome(files, True) == _outcome(files, False)
