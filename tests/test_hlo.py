@@ -299,3 +299,19 @@ def test_stack_frames_absent_or_odd():
         2: SourceLocation(None, 4, None, None),
         3: SourceLocation(None, None, None, None),
     }
+
+
+def test_metadata_fast_path_matches_general_splitter():
+    import re
+
+    from bufferhouse.ingest.hlo import _metadata, _metadata_slow
+
+    bodies = []
+    for line in (DATA / "instructions.txt").read_text().splitlines():
+        m = re.search(r"metadata=\{(.*?)\}(?:, [a-z_]+=|$)", line)
+        if m:
+            bodies.append(m.group(1))
+    bodies += ['op_name="a b=c" source_line=3', 'op_name="q\\"x" op_type=y', "bare", ""]
+    assert len(bodies) > 100
+    for body in bodies:
+        assert _metadata(body) == _metadata_slow(body), body

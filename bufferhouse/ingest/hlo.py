@@ -182,8 +182,24 @@ def _int_or_none(value: str | None) -> int | None:
     return int(value) if value and re.fullmatch(r"-?[0-9]{1,19}", value) else None
 
 
+_META_PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
+
+
 def _metadata(body: str) -> dict[str, str]:
     """``metadata={k=v k="quoted v" ...}``: space-separated pairs, quoted values unescaped."""
+    fields: dict[str, str] = {}
+    pos, n = 0, len(body.rstrip())
+    while pos < n:
+        m = _META_PAIR.match(body, pos)
+        if m is None or m.end() == pos:
+            # Something unusual (a bare word, a brace): the general splitter decides.
+            return _metadata_slow(body)
+        fields[m.group(1)] = _unquote(m.group(2))
+        pos = m.end()
+    return fields
+
+
+def _metadata_slow(body: str) -> dict[str, str]:
     fields: dict[str, str] = {}
     for part in _split_top(body.strip(), " "):
         key, eq, value = part.partition("=")
