@@ -21,7 +21,8 @@ class DumpError(BufferhouseError):
     def __init__(self, path: str, line: int, message: str, text: str | None = None):
         self.path = path
         self.line = line
-        self.message = message
+        # A message quotes input at most in part: a 10 MB line must not become a 10 MB message.
+        self.message = message if len(message) <= 500 else message[:497] + "..."
         self.text = text
         super().__init__(self.describe())
 

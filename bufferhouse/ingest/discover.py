@@ -90,12 +90,14 @@ def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
         try:
             if entry.is_dir(follow_symlinks=True):
                 yield from _walk(entry.path, seen)
-            elif entry.is_file(follow_symlinks=True) or entry.is_symlink():
-                # A dangling link is yielded too: if its name is a dump's, reading it
-                # fails with a message naming it instead of the module vanishing silently.
-                yield entry.path
-        except OSError:
-            continue
+                continue
+            is_file = entry.is_file(follow_symlinks=True)
+        except OSError:  # e.g. a link that points at itself
+            is_file = False
+        if is_file or entry.is_symlink():
+            # Links to nothing are yielded too: if the name is a dump's, reading it
+            # fails with a message naming it instead of the module vanishing silently.
+            yield entry.path
 
 
 def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:

@@ -774,7 +774,7 @@ def _alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str,
                     break
             else:
                 raise ParseError(
-                    path, lineno, f"unknown allocation attribute '{rest[pos:].split(',')[0]}'", line
+                    path, lineno, f"unknown allocation attribute '{rest[pos:].split(',')[0][:60]}'", line
                 )
     return flags
 
