@@ -407,6 +407,7 @@ class _Parser:
             return state, state_cross, alloc, block, block_state
         if line.startswith(_LR_UNAVAILABLE):
             self.lr_unavailable = True
+            self._section("live_range_unavailable")
             state = "between"
             return state, state_cross, alloc, block, block_state
         if not line.strip():
@@ -1171,8 +1172,8 @@ def _heap_peaks(p: _Parser) -> tuple[list[tuple], dict[int, int | None]]:
     end_of_time = p.schedule_length if p.schedule_length is not None else 0
     for color in sorted(colors):
         c = colors[color]
-        if not has_live:
-            for idx in temps_by_color.get(color, []):
+        if not has_live and temps_by_color.get(color):
+            for idx in temps_by_color[color]:
                 alloc_max[idx] = None
             rows.append((color, c["total"], c["indefinite"], c["temp"], None, None, None))
             continue

@@ -110,7 +110,7 @@ MODULES = Table(
         _c(
             "sections",
             "VARCHAR[]",
-            "Sections present: allocations, totals, used_values, live_range, peak, stack_trace, usage_report, hlo.",
+            "Sections present: allocations, totals, used_values, live_range, peak, stack_trace, usage_report, hlo (stack frames resolved), live_range_unavailable (XLA printed that HloLiveRange was not available).",
         ),
         _c("paths", "VARCHAR[]", "Absolute paths of the files read for this module."),
         _c("bytes_read", "BIGINT", "Bytes of dump text read for this module (uncompressed)."),
