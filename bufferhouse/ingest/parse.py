@@ -277,6 +277,14 @@ class _Parser:
             if line.startswith("allocation "):
                 alloc = self._alloc_line(path, lineno, line)
                 return state, state_cross, alloc, block, block_state
+            if line.startswith("  ") and not line.startswith("  value: "):
+                raise ParseError(
+                    path,
+                    lineno,
+                    "value entries of XLA before 2019-09 (LogicalBuffer era, "
+                    "'  name[index](#id) [offset,size]') are not supported",
+                    line,
+                )
             if line.startswith("  value: "):
                 if alloc is None or state_cross is not alloc:
                     raise ParseError(
