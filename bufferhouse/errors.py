@@ -57,3 +57,35 @@ class WarehouseLockedError(WarehouseError):
 
 class QueryError(BufferhouseError):
     """A canned query or its parameters are not valid."""
+
+
+class ExportError(BufferhouseError):
+    """A Parquet export or dataset cannot be written, read or attached as asked."""
+
+
+class UnknownModuleError(QueryError):
+    """No module in the warehouse matches the name, stem, id or hash prefix given."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
+
+
+class PlotError(BufferhouseError):
+    """A plot or report cannot be drawn as asked (nothing to draw, unknown output format)."""
+
+
+class MissingExtraError(BufferhouseError):
+    """An optional dependency is not installed; the message names the pip extra that brings it."""
+
+    def __init__(self, package: str, extra: str, purpose: str):
+        self.package = package
+        self.extra = extra
+        super().__init__(
+            f"{purpose} needs {package}, which is not installed: "
+            f"pip install 'bufferhouse[{extra}]'"
+        )
+
+
+class DiffError(BufferhouseError):
+    """The two sides of a diff cannot be read or compared as asked."""

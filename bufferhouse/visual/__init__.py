@@ -1,0 +1,123 @@
+"""Pictures of the warehouse: heap timelines, arena maps and an HTML report.
+
+Data gathering (`bufferhouse.visual.data`) is separate from drawing
+(`plots`, `report`), so what a chart shows can be tested against the canned
+queries. Drawing needs matplotlib: `pip install 'bufferhouse[plot]'`.
+
+>>> from bufferhouse import visual
+>>> visual.plot_timeline("jit_train_step", "timeline.png", db="fleet.duckdb")
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from bufferhouse import queries
+from bufferhouse.schema.warehouse import connect
+from bufferhouse.visual import data
+from bufferhouse.visual.data import (
+    Arena,
+    ModuleChoice,
+    ModuleRef,
+    Timeline,
+    human_bytes,
+    resolve_module,
+)
+
+__all__ = [
+    "Arena",
+    "ModuleChoice",
+    "ModuleRef",
+    "Plotted",
+    "Timeline",
+    "arena",
+    "human_bytes",
+    "open_warehouse",
+    "plot_arena",
+    "plot_timeline",
+    "resolve_module",
+    "timeline",
+    "write_report",
+]
+
+
+def open_warehouse(db: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection with this release's views (what the gatherers expect)."""
+    con = connect(db, read_only=True)
+    queries.use_package_views(con)
+    return con
+
+
+@dataclass
+class Plotted:
+    """What a plot call drew: the module choice (with its ambiguity note), the data, the file."""
+
+    choice: ModuleChoice
+    data: Timeline | Arena
+    path: Path
+
+
+def timeline(
+    module: str | int, *, db: str | os.PathLike[str] | None = None, space: int = 0, top: int = 5
+) -> tuple[ModuleChoice, Timeline]:
+    """The heap timeline of the module `module` selects (see resolve_module)."""
+    with open_warehouse(db) as con:
+        choice = resolve_module(con, module)
+        return choice, data.timeline(con, choice.chosen, space=space, top=top)
+
+
+def arena(
+    module: str | int, *, db: str | os.PathLike[str] | None = None, allocation: int | None = None
+) -> tuple[ModuleChoice, Arena]:
+    """One allocation of the module `module` selects (default: its largest temp allocation)."""
+    with open_warehouse(db) as con:
+        choice = resolve_module(con, module)
+        return choice, data.arena(con, choice.chosen, allocation)
+
+
+def plot_timeline(
+    module: str | int,
+    output: str | os.PathLike[str],
+    *,
+    db: str | os.PathLike[str] | None = None,
+    space: int = 0,
+    top: int = 5,
+) -> Plotted:
+    """Draw live bytes over program order, stacked by category, peak marked, as PNG or SVG.
+
+    >>> visual.plot_timeline("jit_train_step", "timeline.svg", db="fleet.duckdb", space=0)
+    """
+    from bufferhouse.visual import plots
+
+    plots.output_format(output)  # fail on a bad suffix before any work
+    choice, tl = timeline(module, db=db, space=space, top=top)
+    return Plotted(choice, tl, plots.save(plots.draw_timeline(tl), output))
+
+
+def plot_arena(
+    module: str | int,
+    output: str | os.PathLike[str],
+    *,
+    db: str | os.PathLike[str] | None = None,
+    allocation: int | None = None,
+) -> Plotted:
+    """Draw one allocation's values as offset x live-range blocks, as PNG or SVG.
+
+    >>> visual.plot_arena("jit_train_step", "arena.svg", db="fleet.duckdb", allocation=4)
+    """
+    from bufferhouse.visual import plots
+
+    plots.output_format(output)
+    choice, ar = arena(module, db=db, allocation=allocation)
+    return Plotted(choice, ar, plots.save(plots.draw_arena(ar), output))
+
+
+def write_report(output: str | os.PathLike[str], **options):
+    """Write the self-contained HTML report; see bufferhouse.visual.report.write_report."""
+    from bufferhouse.visual import report
+
+    return report.write_report(output, **options)

@@ -1,0 +1,464 @@
+"""Plots and the HTML report: the series behind each chart equal the canned query
+results (data, not pixels), the files are valid images of the promised size, and
+the report opens in a real headless Chromium without errors or network requests."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import bufferhouse
+from bufferhouse.cli import main
+from bufferhouse.errors import MissingExtraError, PlotError, UnknownModuleError
+from bufferhouse.visual import data as vdata
+from tests.conftest import CORPUS
+
+pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+
+from bufferhouse import visual
+from bufferhouse.visual import plots, report
+
+SAMPLE = "003_186bba49641ec33a"
+ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
+
+
+def _corpus_module(db: Path, name: str = "jit_convnet_train", run: str = "jax-0.7.2") -> str:
+    """The module_id (as text) of one corpus module, found by its file path."""
+    rows = bufferhouse.sql(
+        "SELECT module_id FROM modules WHERE module_name = $name "
+        "AND array_to_string(paths, ' ') LIKE '%/' || $run || '/%'",
+        db,
+        {"name": name, "run": run},
+    ).to_pylist()
+    assert len(rows) == 1, rows
+    return str(rows[0]["module_id"])
+
+
+@pytest.fixture(scope="module")
+def modules(samples_db, fleet_db) -> list[tuple[Path, str]]:
+    """(warehouse, module key): a TPU sample and a CPU corpus module with 131 steps."""
+    return [(samples_db, SAMPLE), (fleet_db, _corpus_module(fleet_db))]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", "not a PNG"
+    return struct.unpack(">II", head[16:24])
+
+
+# ------------------------------------------------------------------ timeline
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["sample", "corpus"])
+def test_timeline_series_equal_the_queries(modules, which):
+    db, key = modules[which]
+    choice, tl = visual.timeline(key, db=db, top=5)
+    query = bufferhouse.query("heap-timeline", db, module=key).to_pylist()
+    assert tl.steps == [r["time"] for r in query]
+    assert tl.temp_bytes == [r["temp_bytes"] for r in query]
+    layers = tl.layers()
+    assert list(layers)[-1] == "temp"
+    assert [sum(v[i] for v in layers.values()) for i in range(len(tl.steps))] == [
+        r["live_bytes"] for r in query
+    ]
+    assert sum(tl.indefinite.values()) == query[0]["indefinite_bytes"]
+    assert tl.peak_time == next(r["time"] for r in query if r["is_peak"])
+    # Oracles beyond heap-timeline: the module's stored heap peak, XLA's categories.
+    module = bufferhouse.query("modules", db, module=key).to_pylist()[0]
+    assert tl.peak_bytes == max(tl.live_bytes) == module["heap_peak_bytes"]
+    cats = bufferhouse.query("categories", db, module=key).to_pylist()
+    space0 = next(c for c in cats if c["color"] == 0)
+    assert tl.indefinite["parameter"] == space0["parameter_bytes"]
+    assert tl.indefinite["output"] == space0["output_bytes"] - space0["alias_bytes"]
+    peak = bufferhouse.query("peak-buffers", db, module=key, top=5).to_pylist()
+    assert tl.peak_buffers == peak
+    assert choice.chosen.module_id == int(module["module_id"])
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["sample", "corpus"])
+def test_timeline_figure_draws_those_series(modules, which):
+    db, key = modules[which]
+    _, tl = visual.timeline(key, db=db)
+    fig = plots.draw_timeline(tl)
+    ax = fig.axes[0]
+    drawn = {a.get_gid(): a for a in ax.patches if (a.get_gid() or "").startswith("layer-")}
+    assert list(drawn) == [f"layer-{c}" for c in tl.layers()]
+    bottom = [0] * len(tl.steps)
+    for category, values in tl.layers().items():
+        top, edges, baseline = drawn[f"layer-{category}"].get_data()
+        assert list(baseline) == bottom
+        assert list(top) == [b + v for b, v in zip(bottom, values)]
+        assert list(edges) == [*tl.steps, tl.steps[-1] + 1]
+        bottom = list(top)
+    assert bottom == tl.live_bytes
+    (line,) = [a for a in ax.lines if a.get_gid() == "peak-line"]
+    assert list(line.get_xdata()) == [tl.peak_time + 0.5] * 2
+    (listing,) = [t for t in fig.axes[1].texts if t.get_gid() == "peak-buffers"]
+    for row in tl.peak_buffers:
+        assert vdata.human_bytes(row["size"]) in listing.get_text()
+        assert row["instruction"] in listing.get_text()
+
+
+@pytest.mark.parametrize("fmt", ["png", "svg"])
+def test_timeline_files_are_valid_images_of_the_promised_size(modules, tmp_path, fmt):
+    db, key = modules[1]
+    out = tmp_path / f"timeline.{fmt}"
+    result = visual.plot_timeline(key, out, db=db)
+    assert result.path == out
+    width, height = (int(x * plots.DPI) for x in plots.TIMELINE_SIZE)
+    if fmt == "png":
+        assert _png_size(out) == (width, height)
+    else:
+        root = ET.parse(out).getroot()
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
+        assert (root.get("width"), root.get("height")) == (
+            f"{width * 0.72:g}pt",
+            f"{height * 0.72:g}pt",
+        )
+        ids = {e.get("id") for e in root.iter()}
+        assert {"layer-temp", "layer-parameter", "peak-line"} <= ids
+
+
+# --------------------------------------------------------------------- arena
+
+
+def _union_max(rows: list[dict]) -> int:
+    """Most bytes covered at once by the rectangles (an oracle independent of SQL)."""
+    best = 0
+    for t in {t for r in rows for t in range(r["start_time"], r["end_time"] + 1)}:
+        spans = sorted(
+            (r["byte_offset"], r["byte_offset"] + r["size"])
+            for r in rows
+            if r["start_time"] <= t <= r["end_time"] and r["size"] > 0
+        )
+        total, lo, hi = 0, None, None
+        for a, b in spans:
+            if hi is None or a > hi:
+                total += 0 if hi is None else hi - lo
+                lo, hi = a, b
+            else:
+                hi = max(hi, b)
+        total += 0 if hi is None else hi - lo
+        best = max(best, total)
+    return best
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["sample", "corpus"])
+def test_arena_blocks_equal_the_query_and_the_stored_fragmentation(modules, which, tmp_path):
+    db, key = modules[which]
+    result = visual.plot_arena(key, tmp_path / "arena.png", db=db)
+    ar = result.data
+    rows = bufferhouse.query("arena", db, module=key).to_pylist()
+    assert ar.blocks == rows
+    # Default: the module's largest temp allocation.
+    temps = [
+        r
+        for r in bufferhouse.query("fragmentation", db, module=key).to_pylist()
+        if r["color"] is not None
+    ]
+    biggest = max(temps, key=lambda r: (r["size"], -r["allocation_index"]))
+    assert ar.allocation_index == biggest["allocation_index"]
+    assert _union_max(rows) == ar.max_live_bytes == biggest["max_live_bytes"]
+    assert ar.waste_bytes == biggest["waste_bytes"]
+
+    fig = plots.draw_arena(ar)
+    rects = {p.get_gid(): p for p in fig.axes[0].patches}
+    assert len(rects) == len(rows)
+    for r in rows:
+        rect = rects[f"value-{r['value_id']}"]
+        assert rect.get_xy() == (r["start_time"], r["byte_offset"])
+        assert rect.get_width() == r["end_time"] - r["start_time"] + 1
+        assert rect.get_height() == r["size"]
+    width, height = (int(x * plots.DPI) for x in plots.ARENA_SIZE)
+    assert _png_size(result.path) == (width, height)
+
+
+def test_arena_of_a_chosen_allocation(samples_db, tmp_path):
+    result = visual.plot_arena(SAMPLE, tmp_path / "a.svg", db=samples_db, allocation=3)
+    assert result.data.allocation_index == 3
+    assert result.data.color == 1
+    assert ET.parse(result.path).getroot().tag.endswith("svg")
+    with pytest.raises(PlotError, match=r"no allocation 99 holding values; allocations: 4 \(temp"):
+        visual.plot_arena(SAMPLE, tmp_path / "b.svg", db=samples_db, allocation=99)
+
+
+# --------------------------------------------------------- module selection
+
+
+def test_an_ambiguous_name_picks_deterministically_and_says_so(fleet_db):
+    first = visual.timeline("jit_convnet_train", db=fleet_db)[0]
+    again = visual.timeline("jit_convnet_train", db=fleet_db)[0]
+    assert first.chosen == again.chosen
+    assert len(first.others) == 2
+    note = first.note()
+    assert "matches 3 modules" in note
+    for other in first.others:
+        assert other.hash_prefix in note
+    by_hash = visual.timeline(first.others[0].hash_prefix, db=fleet_db)[0]
+    assert by_hash.chosen == first.others[0] and by_hash.note() is None
+
+
+def test_errors_name_what_is_wrong(samples_db, tmp_path):
+    with pytest.raises(UnknownModuleError, match="no module matches 'nope'"):
+        visual.plot_timeline("nope", tmp_path / "t.png", db=samples_db)
+    with pytest.raises(PlotError, match=r"use \.png or \.svg"):
+        visual.plot_timeline(SAMPLE, tmp_path / "t.gif", db=samples_db)
+    with pytest.raises(PlotError, match="no allocations in memory space 3; its spaces: 0, 1, 6"):
+        visual.plot_timeline(SAMPLE, tmp_path / "t.png", db=samples_db, space=3)
+
+
+def test_missing_matplotlib_is_a_clear_error(monkeypatch, samples_db, tmp_path):
+    for name in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import raises ImportError
+    with pytest.raises(MissingExtraError, match=r"pip install 'bufferhouse\[plot\]'"):
+        visual.plot_timeline(SAMPLE, tmp_path / "t.png", db=samples_db)
+    result = CliRunner().invoke(
+        main, ["report", "-o", str(tmp_path / "r.html"), "--db", str(samples_db)]
+    )
+    assert result.exit_code == 2
+    assert "needs matplotlib" in result.stderr
+
+
+def test_cli_plots_and_report(fleet_db, tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "t.png"
+    result = runner.invoke(
+        main, ["plot", "timeline", "jit_convnet_train", "-o", str(out), "--db", str(fleet_db)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "note: 'jit_convnet_train' matches 3 modules" in result.stderr
+    assert f"wrote {out}" in result.stderr and result.stdout == ""
+    assert _png_size(out) == (1200, 600)
+    result = runner.invoke(
+        main,
+        [
+            "plot",
+            "arena",
+            SAMPLE,
+            "--allocation",
+            "4",
+            "-o",
+            str(tmp_path / "a.svg"),
+            "--db",
+            str(fleet_db),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(
+        main, ["report", "-o", str(tmp_path / "r.html"), "--db", str(fleet_db), "--modules", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    assert re.search(r"wrote .*r\.html \(.*\): \d+ modules, 1 module sections", result.stderr)
+
+
+# -------------------------------------------------------------------- report
+
+
+@pytest.fixture(scope="module")
+def labelled_db(tmp_path_factory) -> Path:
+    """Two corpus runs in one warehouse, labelled run=previous and run=nightly."""
+    db = tmp_path_factory.mktemp("labelled") / "runs.duckdb"
+    for sub, run in (("jax-0.6.2", "previous"), ("jax-0.7.2", "nightly")):
+        assert bufferhouse.ingest(CORPUS / sub, db=db, labels={"run": run}, jobs=2).ok
+    return db
+
+
+def test_report_data_equals_the_queries(fleet_db):
+    with visual.open_warehouse(fleet_db) as con:
+        data = report.gather(con, str(fleet_db), top=10, sections=2, rows=15)
+    top = bufferhouse.query("top-modules", fleet_db, top=10).to_pylist()
+    assert [r["module_id"] for r in data.top_modules] == [r["module_id"] for r in top]
+    for r in data.top_modules:
+        layers = data.top_layers[r["module_id"]]
+        assert sum(layers.values()) == r["heap_peak_bytes"]
+    fleet = [
+        r for r in bufferhouse.query("memory-spaces", fleet_db).to_pylist() if r["scope"] == "fleet"
+    ]
+    keys = (
+        "backend",
+        "color",
+        "space_name",
+        "modules",
+        "total_bytes",
+        "indefinite_bytes",
+        "temp_allocation_bytes",
+        "heap_peak_bytes",
+    )
+    assert [{k: r[k] for k in keys} for r in data.memory_spaces] == [
+        {k: r[k] for k in keys} for r in fleet
+    ]
+    assert data.recompiles == bufferhouse.query("recompiles", fleet_db).to_pylist()[:15]
+    assert [s.module.module_id for s in data.sections] == [r["module_id"] for r in top[:2]]
+    for s in data.sections:
+        key = str(s.module.module_id)
+        assert (
+            s.peak_buffers
+            == bufferhouse.query("peak-buffers", fleet_db, module=key, top=15).to_pylist()
+        )
+        assert s.by_source == bufferhouse.query("by-source", fleet_db, module=key).to_pylist()[:15]
+        assert s.timeline.live_bytes == [
+            r["live_bytes"]
+            for r in bufferhouse.query("heap-timeline", fleet_db, module=key).to_pylist()
+        ]
+
+
+def test_report_label_scope_and_baseline(labelled_db):
+    with visual.open_warehouse(labelled_db) as con:
+        data = report.gather(
+            con, str(labelled_db), label="run=nightly", baseline="run=previous", sections=1
+        )
+    nightly = {
+        r["module_id"]
+        for r in bufferhouse.query("modules", labelled_db, label="run=nightly").to_pylist()
+    }
+    assert data.module_count == len(nightly) == 63
+    assert {r["module_id"] for r in data.top_modules} <= nightly
+    assert {r["module_id"] for r in data.padding + data.fragmentation} <= nightly
+    assert sum(r["modules"] for r in data.memory_spaces) == len(nightly)
+    assert data.changes, "the two jax releases differ in some heap peaks"
+    deltas = [abs(r["delta_bytes"]) for r in data.changes]
+    assert deltas == sorted(deltas, reverse=True)
+    for r in data.changes:
+        assert r["delta_bytes"] == (r["head_bytes"] or 0) - (r["base_bytes"] or 0)
+    with pytest.raises(PlotError, match="pass --label"), visual.open_warehouse(labelled_db) as con:
+        report.gather(con, str(labelled_db), baseline="run=previous")
+    with (
+        pytest.raises(
+            PlotError, match="no module carries the label 'run=none'; labels: run=nightly"
+        ),
+        visual.open_warehouse(labelled_db) as con,
+    ):
+        report.gather(con, str(labelled_db), label="run=none")
+
+
+def test_report_html_is_self_contained(labelled_db, tmp_path):
+    written = visual.write_report(
+        tmp_path / "r.html", db=labelled_db, label="run=nightly", baseline="run=previous"
+    )
+    text = written.path.read_text()
+    assert text.startswith("<!DOCTYPE html>")
+    assert "Content-Security-Policy" in text and "default-src 'none'" in text
+    # No attribute may point outside the file (SVG namespace declarations are names, not fetches).
+    assert not re.search(
+        r'(?:src|href|action|srcset|poster)\s*=\s*["\']?\s*(?:https?:)?//', text, re.I
+    )
+    assert not re.search(r"url\(\s*['\"]?(?:https?:)?//", text, re.I)
+    assert "@import" not in text
+    # Every number shown in human units carries its exact bytes.
+    for value, title in re.findall(r'data-v="(-?\d+)" title="([^"]+)"', text):
+        assert title == f"{int(value):,} bytes"
+
+
+# ------------------------------------------------------------------ browser
+
+CHECK_PAGE = """(() => {
+  const charts = Array.from(document.querySelectorAll("figure.chart")).map((f) => {
+    const svg = f.querySelector("svg");
+    const box = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+    const bbox = svg ? svg.getBBox() : {width: 0, height: 0};
+    return {
+      name: f.dataset.chart, width: box.width, height: box.height,
+      drawnWidth: bbox.width, drawnHeight: bbox.height,
+      shapes: svg ? svg.querySelectorAll("path, use, rect, text").length : 0,
+      texts: svg ? Array.from(svg.querySelectorAll("text")).filter((t) => t.textContent.trim()).length : 0,
+    };
+  });
+  const external = Array.from(document.querySelectorAll("*")).flatMap((e) =>
+    Array.from(e.attributes).filter((a) => a.name !== "xmlns" && !a.name.startsWith("xmlns:"))
+      .map((a) => a.value).filter((v) => /^\\s*(https?:)?\\/\\//i.test(v)));
+  return {
+    charts, external,
+    tables: document.querySelectorAll("table.sortable").length,
+    hovers: document.querySelectorAll("td[title]").length,
+    csp: document.querySelector("meta[http-equiv=Content-Security-Policy]") !== null,
+  };
+})()"""
+
+SORT_BY_HEAP_PEAK = """(() => {
+  const table = document.querySelector('table[data-table="top-modules"]');
+  const th = Array.from(table.tHead.rows[0].cells).find((h) => h.textContent === "heap peak");
+  const col = th.cellIndex;
+  const values = () => Array.from(table.tBodies[0].rows).map((r) => Number(r.cells[col].dataset.v));
+  th.click();
+  const first = [values(), th.getAttribute("aria-sort")];
+  th.click();
+  return [first, [values(), th.getAttribute("aria-sort")]];
+})()"""
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from tests.cdp import find_chromium
+
+    exe = find_chromium()
+    if exe is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed; .ci/run installs Debian's chromium package")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return exe
+
+
+def test_report_opens_in_headless_chromium(chromium, labelled_db, tmp_path):
+    from tests.cdp import Chromium
+
+    written = visual.write_report(
+        tmp_path / "report.html", db=labelled_db, label="run=nightly", baseline="run=previous"
+    )
+    expected = {"changes", "top-modules"} | {
+        f"timeline-{s.module.hash_prefix}" for s in written.data.sections if s.timeline
+    }
+    assert len(expected) == 2 + 5
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    with Chromium(chromium, profile) as browser:
+        session = browser.open_page(written.path.resolve().as_uri())
+        page = browser.evaluate(session, CHECK_PAGE)
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = browser.screenshot(session, ARTIFACTS / "report.png")
+        (ascending, descending) = browser.evaluate(session, SORT_BY_HEAP_PEAK)
+        problems = browser.problems()
+        requests = browser.requests()
+    shutil.copy(written.path, ARTIFACTS / "report.html")
+
+    assert problems == []
+    assert requests == [written.path.resolve().as_uri()], "the page fetched something"
+    assert page["csp"] and page["external"] == []
+    assert {c["name"] for c in page["charts"]} == expected
+    for c in page["charts"]:
+        assert c["width"] > 600 and c["height"] > 100, c
+        assert c["drawnWidth"] > 0 and c["drawnHeight"] > 0, c
+        assert c["shapes"] > 20 and c["texts"] > 5, c
+    assert page["tables"] >= 8 and page["hovers"] > 50
+    # Numbers sort by exact value: descending first, then ascending.
+    assert descending[1] == "ascending" and ascending[1] == "descending"
+    assert ascending[0] == sorted(ascending[0], reverse=True)
+    assert descending[0] == sorted(descending[0])
+    width, height = _png_size(shot)
+    assert width == 1280 and height > 3000
+
+
+def test_the_browser_check_would_catch_a_request(chromium, labelled_db, tmp_path):
+    """Control: a report with an external image is caught (the CSP blocks it, the log says so)."""
+    from tests.cdp import Chromium
+
+    written = visual.write_report(tmp_path / "r.html", db=labelled_db, sections=0)
+    html = written.path.read_text().replace(
+        "</main>", '<img src="http://127.0.0.1:9/probe.png" alt=""></main>'
+    )
+    page = tmp_path / "leaky.html"
+    page.write_text(html)
+    profile = tmp_path / "profile"
+    profile.mkdir()
+    with Chromium(chromium, profile) as browser:
+        browser.open_page(page.as_uri())
+        problems = browser.problems()
+    assert any("Content Security Policy" in p and "127.0.0.1:9" in p for p in problems), problems
