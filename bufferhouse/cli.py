@@ -182,42 +182,6 @@ _LIMIT = click.option(
     "--limit", type=click.IntRange(min=0), default=None, help="Print at most N rows."
 )
 
-
-@main.group(invoke_without_command=True)
-@click.pass_context
-def queries(ctx) -> None:
-    """List the canned queries, or show one with `queries show NAME`.
-
-    Example: bufferhouse queries show peak-buffers
-    """
-    if ctx.invoked_subcommand is None:
-        from bufferhouse import queries as q
-
-        width = max(len(x.name) for x in q.queries())
-        for x in q.queries():
-            click.echo(f"{x.name:<{width}}  {x.description}")
-
-
-@queries.command("show")
-@click.argument("name")
-@_handle_errors
-def queries_show(name: str) -> None:
-    """Describe a canned query: parameters, columns, notes and its SQL.
-
-    Example: bufferhouse queries show heap-timeline
-    """
-    from bufferhouse import queries as q
-
-    x = q.get(name)
-    click.echo(f"{x.name}: {x.description}\n")
-    click.echo("parameters:" if x.params else "parameters: none")
-    for p in x.params:
-        click.echo(f"  {p.name} {p.type} = {p.default}: {p.doc}")
-    click.echo("\ncolumns:")
-    for c, doc in x.columns:
-        click.echo(f"  {c}: {doc}")
-    for note in x.notes:
-        click.echo(f"\nnote: {note}")
 _IMAGE = click.option(
     "-o",
     "--output",
@@ -349,6 +313,42 @@ def report_command(output, db, label, baseline, top, sections, rows) -> None:
         err=True,
     )
 
+
+@main.group(invoke_without_command=True)
+@click.pass_context
+def queries(ctx) -> None:
+    """List the canned queries, or show one with `queries show NAME`.
+
+    Example: bufferhouse queries show peak-buffers
+    """
+    if ctx.invoked_subcommand is None:
+        from bufferhouse import queries as q
+
+        width = max(len(x.name) for x in q.queries())
+        for x in q.queries():
+            click.echo(f"{x.name:<{width}}  {x.description}")
+
+
+@queries.command("show")
+@click.argument("name")
+@_handle_errors
+def queries_show(name: str) -> None:
+    """Describe a canned query: parameters, columns, notes and its SQL.
+
+    Example: bufferhouse queries show heap-timeline
+    """
+    from bufferhouse import queries as q
+
+    x = q.get(name)
+    click.echo(f"{x.name}: {x.description}\n")
+    click.echo("parameters:" if x.params else "parameters: none")
+    for p in x.params:
+        click.echo(f"  {p.name} {p.type} = {p.default}: {p.doc}")
+    click.echo("\ncolumns:")
+    for c, doc in x.columns:
+        click.echo(f"  {c}: {doc}")
+    for note in x.notes:
+        click.echo(f"\nnote: {note}")
     args = ", ".join(f"{p.name} := {p.default}" for p in x.params)
     click.echo(f"\nin the duckdb shell: FROM {x.macro_name}({args})\n")
     click.echo(x.sql)
