@@ -7,6 +7,9 @@ from collections.abc import Callable, Iterable
 
 import duckdb
 
+# Re-exported as `bufferhouse.diff` (imported here, eagerly, so the package
+# attribute ends up the function and not the `bufferhouse.diff` module).
+from bufferhouse.diff import DiffResult, diff  # noqa: F401
 from bufferhouse.ingest import IngestReport, ModuleOutcome, ingest_paths
 from bufferhouse.schema.warehouse import connect as _connect
 
