@@ -73,16 +73,31 @@ def main() -> None:
     help="Skip (as failed) any module with more text than this, after decompression.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress, only the summary.")
+@click.option(
+    "--to-parquet",
+    "to_parquet",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="OUT_DIR",
+    help="Write a Parquet dataset (part files) instead of a warehouse; "
+    "many machines may write one OUT_DIR at once.",
+)
 @_handle_errors
-def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet) -> None:
+def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_parquet) -> None:
     """Load XLA dump files or directories into the warehouse.
 
     PATHS may be dump directories (searched recursively), single
     -buffer-assignment.txt files, or .gz copies of them. Modules already in the
     warehouse are skipped, so re-running on the same tree adds nothing.
 
+    With --to-parquet OUT_DIR the same tables go to a Parquet dataset instead
+    (see `bufferhouse attach`); each process writes its own uniquely named
+    part files, so shards of a fleet can be parsed on many machines at once.
+
     Example: bufferhouse ingest dumps/ --db fleet.duckdb --label jax=0.7.2
     """
+    if to_parquet is not None and db is not None:
+        raise click.UsageError("--db and --to-parquet are exclusive: give one destination")
     interactive = sys.stderr.isatty() and not quiet
 
     def progress(outcome, done, total):
@@ -96,16 +111,29 @@ def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet) -> None:
         elif not quiet and (done % 500 == 0):
             click.echo(f"[{done}/{total}] modules", err=True)
 
-    report = bufferhouse.ingest(
-        paths,
-        db,
-        labels=labels,
-        strict=strict,
-        jobs=jobs,
-        wait=wait,
-        max_bytes=max_bytes,
-        progress=progress,
-    )
+    if to_parquet is not None:
+        from bufferhouse.export import ingest_to_parquet
+
+        report = ingest_to_parquet(
+            paths,
+            to_parquet,
+            labels=labels,
+            strict=strict,
+            jobs=jobs,
+            max_bytes=max_bytes,
+            progress=progress,
+        )
+    else:
+        report = bufferhouse.ingest(
+            paths,
+            db,
+            labels=labels,
+            strict=strict,
+            jobs=jobs,
+            wait=wait,
+            max_bytes=max_bytes,
+            progress=progress,
+        )
     if interactive:
         click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
     mb = report.bytes_read / 1e6
@@ -365,15 +393,31 @@ def queries_show(name: str) -> None:
     help="Query parameter (repeatable).",
 )
 @click.option("--db", default=None, help=DB_HELP)
+@click.option(
+    "--dialect",
+    type=click.Choice(["spark", "trino", "bigquery", "postgres"]),
+    default=None,
+    help="Print the query as SQL for this engine (views inlined, parameters as markers).",
+)
 @_FORMAT
 @_OUTPUT
 @_LIMIT
 @_handle_errors
-def query(name, params, db, fmt, output, limit) -> None:
+def query(name, params, db, dialect, fmt, output, limit) -> None:
     """Run a canned query (see `bufferhouse queries`).
+
+    With --dialect, print the query for another engine instead of running it:
+    the views it uses become CTEs and parameters stay markers to bind there.
 
     Example: bufferhouse query peak-buffers --param module=jit_train_step --format csv -o peak.csv
     """
+    if dialect is not None:
+        if params:
+            raise click.UsageError("--dialect prints the SQL; bind parameters in the engine")
+        from bufferhouse.export import transpile
+
+        click.echo(transpile(name, dialect).text(), nl=False)
+        return
     table = bufferhouse.query(name, db, **_parse_params(params))
     _emit(table, fmt, output, limit)
 
@@ -391,6 +435,74 @@ def sql_command(text, db, fmt, output, limit) -> None:
     Example: bufferhouse sql "SELECT module_name, total_bytes FROM modules ORDER BY 2 DESC"
     """
     _emit(bufferhouse.sql(text, db), fmt, output, limit)
+
+
+@main.command("export")
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--db", default=None, help=DB_HELP)
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Only modules with this label (repeatable: all must match).",
+)
+@click.option(
+    "--tables",
+    default=None,
+    metavar="A,B",
+    help="Only these tables (comma-separated); modules is always written.",
+)
+@click.option("--overwrite", is_flag=True, help="Replace an earlier export in OUT_DIR.")
+@_handle_errors
+def export_command(out_dir, db, labels, tables, overwrite) -> None:
+    """Write the warehouse as a Parquet dataset: one directory per table.
+
+    zstd Parquet, Hive-partitioned by ingest run (TABLE/run_id=N/), with the
+    warehouse's column names, types and docs (also in _schema.json and
+    README.md beside the data). The warehouse is opened read-only.
+
+    Example: bufferhouse export out/ --db fleet.duckdb --label run=nightly-1121
+    """
+    from bufferhouse.export import export_warehouse
+
+    names = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
+    report = export_warehouse(out_dir, db, labels=labels, tables=names, overwrite=overwrite)
+    rows = sum(report.tables.values())
+    click.echo(
+        f"{report.modules} modules, {rows} rows in {len(report.tables)} tables, "
+        f"{report.files} files ({_human(report.bytes_written)}) in {report.seconds:.1f}s "
+        f"-> {report.out_dir}",
+        err=True,
+    )
+
+
+@main.command("attach")
+@click.argument("source")
+@click.option(
+    "--db",
+    default=None,
+    help=f"File to write the views into (default: ${ENV_DB} or ./bufferhouse.duckdb). "
+    "Replaces an earlier attach; never a warehouse.",
+)
+@_handle_errors
+def attach_command(source, db) -> None:
+    """Make a warehouse of views over a Parquet dataset (a directory, glob or URL).
+
+    Every table becomes a view over the dataset's files (modules written by
+    several machines counted once), with the bh_* macros, so every canned
+    query and `bufferhouse query --db FILE` work on it as on a warehouse.
+    The file holds only views; new part files show up without re-attaching.
+
+    Example: bufferhouse attach out/ --db fleet-views.duckdb
+    """
+    from bufferhouse.export import attach
+    from bufferhouse.schema.warehouse import default_db
+
+    report = attach(source, db or default_db())
+    click.echo(f"{report.modules} modules in {report.source} -> {report.db} (views)", err=True)
+    if report.empty_tables:
+        click.echo(f"no files yet for: {', '.join(report.empty_tables)}", err=True)
 
 
 @main.command("check")

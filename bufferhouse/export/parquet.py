@@ -1,0 +1,575 @@
+"""Write and read bufferhouse Parquet datasets (layout: bufferhouse.export.dataset).
+
+Two writers produce the same layout:
+
+- `export_warehouse` copies a warehouse (read-only) into a new dataset, one
+  streaming pass per table, and moves the finished dataset into place at the
+  end, so an interrupted export leaves nothing at OUT_DIR.
+- `PartWriter` (used by `ingest_to_parquet` and the Spark executors) buffers
+  parsed modules and writes them as part files that no other writer can name
+  alike, so any number of processes on any number of machines can fill one
+  dataset without a lock. Each file is written under a hidden temporary name
+  and renamed; the `modules` file of a part is renamed last, so a module is
+  visible only once all its rows are.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from bufferhouse import __version__
+from bufferhouse.errors import DumpError, ExportError
+from bufferhouse.export.dataset import (
+    PARQUET_OPTIONS,
+    PARTITION,
+    SCHEMA_FILE,
+    check_schema_version,
+    file_columns,
+    file_schema,
+    is_partitioned,
+    part_token,
+    partition_dir,
+    resolve_tables,
+    table_schema,
+    write_metadata_files,
+)
+from bufferhouse.ingest import (
+    IngestReport,
+    ModuleOutcome,
+    discover,
+    module_id_of,
+    parse_files,
+    parse_in_workers,
+    parse_labels,
+)
+from bufferhouse.ingest.discover import text_path
+from bufferhouse.schema import (
+    MODULE_TABLES,
+    SCHEMA_VERSION,
+    TABLES_BY_NAME,
+    Table,
+    quote_identifier,
+)
+from bufferhouse.schema.tables import MEMORY_SPACE_NAMES
+
+#: Rows per Parquet file and per row group when exporting a warehouse.
+ROWS_PER_FILE = 8_000_000
+ROWS_PER_GROUP = 512 * 1024
+
+
+@dataclass
+class ExportReport:
+    out_dir: str
+    tables: dict[str, int] = field(default_factory=dict)  # rows written per table
+    modules: int = 0
+    runs: int = 0
+    files: int = 0
+    bytes_written: int = 0
+    seconds: float = 0.0
+
+
+def _new_run_id() -> int:
+    return int(datetime.now(timezone.utc).timestamp() * 1_000_000)
+
+
+def _prepare_target(out_dir: Path, overwrite: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ExportError(f"{out_dir} exists and is not a directory")
+    if out_dir.is_dir() and any(out_dir.iterdir()):
+        if not overwrite:
+            raise ExportError(
+                f"{out_dir} already exists and is not empty; pass --overwrite to replace "
+                "an earlier export, or choose a new directory"
+            )
+        if not (out_dir / SCHEMA_FILE).exists():
+            raise ExportError(
+                f"{out_dir} is not a bufferhouse export (no {SCHEMA_FILE}); refusing to "
+                "replace it even with --overwrite"
+            )
+
+
+def _chosen_modules_sql(labels: list[tuple[str, str]]) -> tuple[str, list]:
+    """SQL selecting (module_id, run_id) of the modules to export, and its parameters."""
+    sql = "SELECT module_id, run_id FROM modules"
+    conditions = ["module_id IN (SELECT module_id FROM labels WHERE key = ? AND value = ?)"]
+    if labels:
+        sql += " WHERE " + " AND ".join(conditions * len(labels))
+    return sql, [x for pair in labels for x in pair]
+
+
+def _select_sql(table: Table, chosen: str, everything: bool) -> str:
+    """Rows of `table` to export (partitioned ones with their run_id last).
+
+    Per-module rows go to the partition of their module's run. `runs` and the
+    module-less `diagnostics` (modules that failed) go along only when no label
+    filter narrows the export (`everything`).
+    """
+    name = quote_identifier(table.name)
+    cols = ", ".join(f"t.{quote_identifier(c)}" for c in file_columns(table))
+    if not is_partitioned(table):
+        return f"SELECT {cols} FROM {name} AS t"
+    every = "TRUE" if everything else "FALSE"
+    if table.name == "runs":
+        return (
+            f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
+            f"WHERE {every} OR t.run_id IN (SELECT run_id FROM ({chosen}))"
+        )
+    if table.name == "diagnostics":
+        return (
+            f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
+            f"WHERE (t.module_id IS NULL AND {every}) "
+            f"OR t.module_id IN (SELECT module_id FROM ({chosen}))"
+        )
+    return (
+        f"SELECT {cols}, c.run_id AS {PARTITION} FROM {name} AS t "
+        f"JOIN ({chosen}) AS c ON c.module_id = t.module_id"
+    )
+
+
+def export_warehouse(
+    out_dir: str | os.PathLike[str],
+    db: str | os.PathLike[str] | None = None,
+    *,
+    labels: Iterable[str] | dict[str, str] = (),
+    tables: list[str] | None = None,
+    overwrite: bool = False,
+    rows_per_file: int = ROWS_PER_FILE,
+) -> ExportReport:
+    """Write the warehouse `db` (opened read-only) as a Parquet dataset at `out_dir`.
+
+    `labels` keeps only modules that carry every given label; `tables` limits
+    the tables (modules is always written: the others join to it for their run).
+    An existing non-empty `out_dir` is refused unless `overwrite`, and even then
+    only if it is a bufferhouse export.
+    """
+    from bufferhouse.schema.warehouse import connect
+
+    started = time.monotonic()
+    target = Path(os.fspath(out_dir)).absolute()
+    label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
+    chosen_tables = resolve_tables(tables)
+    _prepare_target(target, overwrite)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    con = connect(db, read_only=True)
+    staging = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+    report = ExportReport(str(target))
+    token = part_token()
+    try:
+        staging.mkdir()
+        chosen, chosen_params = _chosen_modules_sql(label_pairs)
+        report.modules, report.runs = con.execute(
+            f"SELECT count(*), count(DISTINCT run_id) FROM ({chosen})", chosen_params
+        ).fetchall()[0]
+        for table in chosen_tables:
+            sql = _select_sql(table, chosen, everything=not label_pairs)
+            params = list(chosen_params) if is_partitioned(table) else []
+            reader = _arrow_reader(con.sql(sql, params=params))
+            report.tables[table.name] = _write_table(staging, table, reader, token, rows_per_file)
+        write_metadata_files(staging)
+        report.files, report.bytes_written = _tally(staging)
+        _move_into_place(staging, target)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        con.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _arrow_reader(relation) -> pa.RecordBatchReader:
+    """The relation as a batch stream (the method name differs across DuckDB releases)."""
+    fetch = getattr(relation, "to_arrow_reader", None) or relation.fetch_arrow_reader
+    return fetch(64 * 1024)
+
+
+def _write_table(
+    root: Path, table: Table, reader: pa.RecordBatchReader, token: str, rows_per_file: int
+) -> int:
+    schema = file_schema(table)
+    base = root / table.name
+    base.mkdir(parents=True, exist_ok=True)
+    if not is_partitioned(table):
+        data = reader.read_all().cast(schema)
+        pq.write_table(data, base / f"{table.name}.parquet", **PARQUET_OPTIONS)
+        return data.num_rows
+    with_partition = schema.append(pa.field(PARTITION, pa.int64(), nullable=False))
+    rows = 0
+
+    def batches():
+        nonlocal rows
+        for batch in reader:
+            rows += batch.num_rows
+            yield pa.RecordBatch.from_arrays(
+                [
+                    col.cast(f.type) if col.type != f.type else col
+                    for col, f in zip(batch.columns, with_partition)
+                ],
+                schema=with_partition,
+            )
+
+    pads.write_dataset(
+        pa.RecordBatchReader.from_batches(with_partition, batches()),
+        base,
+        format="parquet",
+        partitioning=pads.partitioning(pa.schema([(PARTITION, pa.int64())]), flavor="hive"),
+        basename_template=f"{token}-{{i}}.parquet",
+        file_options=pads.ParquetFileFormat().make_write_options(
+            compression=PARQUET_OPTIONS["compression"],
+            compression_level=PARQUET_OPTIONS["compression_level"],
+        ),
+        max_rows_per_file=rows_per_file,
+        max_rows_per_group=min(ROWS_PER_GROUP, rows_per_file),
+        min_rows_per_group=min(ROWS_PER_GROUP, rows_per_file) // 4,
+        existing_data_behavior="overwrite_or_ignore",
+        create_dir=True,
+    )
+    return rows
+
+
+def _tally(root: Path) -> tuple[int, int]:
+    files = [p for p in root.rglob("*.parquet") if p.is_file()]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def _move_into_place(staging: Path, target: Path) -> None:
+    old = None
+    if target.exists():
+        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+        os.rename(target, old)
+    os.rename(staging, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# --- reading -----------------------------------------------------------------
+
+
+def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) -> pa.Table:
+    """One table of a dataset as the warehouse has it: declared columns, order and types.
+
+    Without `dedup`, every copy of every row (all parts, all runs); with it,
+    only the rows of each module's representative copy (lowest run_id).
+    """
+    root = Path(os.fspath(root))
+    if name not in TABLES_BY_NAME:
+        raise ExportError(f"no table {name!r}; valid tables: {', '.join(TABLES_BY_NAME)}")
+    table = TABLES_BY_NAME[name]
+    schema = table_schema(table)
+    base = root / name
+    files = sorted(str(p) for p in base.rglob("*.parquet")) if base.is_dir() else []
+    if not files:
+        return schema.empty_table()
+    partitioning = (
+        pads.partitioning(pa.schema([(PARTITION, pa.int64())]), flavor="hive")
+        if is_partitioned(table)
+        else None
+    )
+    data = pads.dataset(
+        files, format="parquet", partitioning=partitioning, partition_base_dir=str(base)
+    )
+    got = data.to_table()
+    if dedup and is_partitioned(table) and name != "runs":
+        got = _dedup(root, name, got)
+    return got.select(schema.names).cast(schema)
+
+
+def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
+    import duckdb
+
+    modules = read_table(root, "modules") if name != "modules" else data
+    con = duckdb.connect()
+    try:
+        con.register("raw_modules", modules)
+        con.register("raw", data)
+        keep = (
+            "SELECT module_id, run_id FROM raw_modules "
+            "QUALIFY row_number() OVER (PARTITION BY module_id ORDER BY run_id, content_hash) = 1"
+        )
+        if name == "modules":
+            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
+        elif name == "labels":
+            # every copy's labels count, like a re-ingest that adds labels
+            sql = (
+                "SELECT r.module_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
+                "SEMI JOIN raw_modules AS k USING (module_id) GROUP BY ALL"
+            )
+        elif name == "diagnostics":
+            sql = (
+                f"SELECT r.* FROM raw AS r WHERE r.module_id IS NULL OR EXISTS "
+                f"(SELECT 1 FROM ({keep}) AS k WHERE k.module_id = r.module_id "
+                "AND k.run_id = r.run_id)"
+            )
+        else:
+            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.close()
+
+
+def known_hashes(root: str | os.PathLike[str]) -> set[str]:
+    """Content hashes of the modules already in a dataset (to skip them on a re-run)."""
+    base = Path(os.fspath(root)) / "modules"
+    files = [str(p) for p in base.rglob("*.parquet")] if base.is_dir() else []
+    if not files:
+        return set()
+    return set(
+        pads.dataset(files, format="parquet")
+        .to_table(columns=["content_hash"])
+        .column(0)
+        .to_pylist()
+    )
+
+
+# --- writing parts -------------------------------------------------------------
+
+
+def _diagnostic_rows(
+    run_id: int, module_id: int | None, problems: list[DumpError], severity: str
+) -> list[dict]:
+    return [
+        {
+            "run_id": run_id,
+            "module_id": module_id,
+            "path": text_path(e.path),
+            "line": e.line,
+            "severity": severity,
+            "message": e.message,
+        }
+        for e in problems
+    ]
+
+
+def _rows(table_name: str, rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=file_schema(TABLES_BY_NAME[table_name]))
+
+
+def reserve_run(root: Path, run_id: int | None = None) -> int:
+    """Claim a run_id no other writer of this dataset holds (mkdir is atomic).
+
+    Run ids are microseconds since the epoch; two writers starting in the same
+    microsecond both try to create runs/run_id=N, and the loser takes N+1.
+    """
+    run_id = _new_run_id() if run_id is None else run_id
+    runs = root / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            (runs / f"{PARTITION}={run_id}").mkdir()
+            return run_id
+        except FileExistsError:
+            run_id += 1
+
+
+@dataclass
+class PartWriter:
+    """Buffers parsed modules and writes them to a dataset as part files.
+
+    `add` / `add_failure` / `full` / `flush` mirror the warehouse's
+    ModuleWriter, so the same ingest loop drives either sink. A flush writes
+    one file per table (named by a token unique to this writer and a counter),
+    the `modules` file last.
+    """
+
+    root: Path
+    run_id: int
+    labels: list[tuple[str, str]]
+    max_modules: int = 4096
+    max_rows: int = 4_000_000
+    token: str = field(default_factory=part_token)
+    _modules: list[dict] = field(default_factory=list)
+    _tables: dict[str, list[pa.Table]] = field(default_factory=dict)
+    _diagnostics: list[dict] = field(default_factory=list)
+    _labelled: list[int] = field(default_factory=list)
+    _rows: int = 0
+    _parts: int = 0
+    files_written: int = 0
+
+    def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> None:
+        counts = {name: data.num_rows for name, data in tables.items()}
+        self._modules.append(dict(module_row, run_id=self.run_id, row_counts=counts))
+        for name, data in tables.items():
+            if data.num_rows:
+                self._tables.setdefault(name, []).append(data)
+                self._rows += data.num_rows
+        self._diagnostics += _diagnostic_rows(
+            self.run_id, module_row["module_id"], warnings, "warning"
+        )
+
+    def add_failure(self, error: DumpError) -> None:
+        self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
+
+    def add_labels(self, module_id: int) -> None:
+        """Label a module the dataset already holds (a re-run with new labels)."""
+        if self.labels:
+            self._labelled.append(module_id)
+
+    @property
+    def full(self) -> bool:
+        return len(self._modules) >= self.max_modules or self._rows >= self.max_rows
+
+    @property
+    def pending(self) -> int:
+        return len(self._modules)
+
+    def start(self, roots: list[str]) -> None:
+        """The run's own row, and the reference tables (identical from every writer)."""
+        run = {
+            "run_id": self.run_id,
+            "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            "roots": roots,
+            "labels": [f"{k}={v}" for k, v in self.labels],
+            "host": socket.gethostname(),
+            "tool_version": __version__,
+        }
+        self._write("runs", [_rows("runs", [run])], f"{self.token}-run")
+        spaces = [
+            dict(zip(("backend", "color", "name", "description"), row))
+            for row in MEMORY_SPACE_NAMES
+        ]
+        self._write("memory_spaces", [_rows("memory_spaces", spaces)], "memory_spaces")
+        info = [{"key": "schema_version", "value": str(SCHEMA_VERSION)}]
+        self._write("schema_info", [_rows("schema_info", info)], "schema_info")
+        write_metadata_files(self.root)
+
+    def flush(self) -> int:
+        """Write the buffered modules; returns how many."""
+        if not self._modules and not self._diagnostics and not self._labelled:
+            return 0
+        name = f"{self.token}-{self._parts:05d}"
+        self._parts += 1
+        module_ids = [m["module_id"] for m in self._modules] + self._labelled
+        label_rows = [
+            {"module_id": m, "key": k, "value": v} for m in module_ids for k, v in self.labels
+        ]
+        for table in MODULE_TABLES:
+            if table.name in self._tables:
+                self._write(table.name, self._tables[table.name], name)
+        if label_rows:
+            self._write("labels", [_rows("labels", label_rows)], name)
+        if self._diagnostics:
+            self._write("diagnostics", [_rows("diagnostics", self._diagnostics)], name)
+        if self._modules:  # last: the module becomes visible with all its rows in place
+            self._write("modules", [_rows("modules", self._modules)], name)
+        written = len(self._modules)
+        self._modules, self._tables, self._diagnostics, self._rows = [], {}, [], 0
+        self._labelled = []
+        return written
+
+    def _write(self, table_name: str, parts: list[pa.Table], name: str) -> None:
+        table = TABLES_BY_NAME[table_name]
+        schema = file_schema(table)
+        data = pa.concat_tables(
+            [p.select(schema.names).cast(schema) if p.schema != schema else p for p in parts]
+        )
+        directory = partition_dir(self.root, table, self.run_id)
+        directory.mkdir(parents=True, exist_ok=True)
+        final = directory / f"{name}.parquet"
+        tmp = directory / f".{name}.parquet.tmp"
+        pq.write_table(data, tmp, row_group_size=ROWS_PER_GROUP, **PARQUET_OPTIONS)
+        os.replace(tmp, final)
+        self.files_written += 1
+
+
+def ingest_to_parquet(
+    paths: Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    *,
+    labels: Iterable[str] | dict[str, str] = (),
+    strict: bool = False,
+    jobs: int | None = None,
+    max_bytes: int | None = None,
+    progress: Callable[[ModuleOutcome, int, int], None] | None = None,
+    max_modules: int = 4096,
+    max_rows: int = 4_000_000,
+) -> IngestReport:
+    """Parse dump trees straight into a Parquet dataset at `out_dir` (no warehouse).
+
+    Any number of these may write into one dataset at once, from any number of
+    machines sharing the directory: each claims its own run_id and writes
+    uniquely named part files. Modules whose content hash the dataset already
+    holds are skipped; one that two writers add at once is kept twice and
+    de-duplicated by the readers (attach, spark.register).
+    """
+    started = time.monotonic()
+    paths = [os.fspath(p) for p in paths]
+    label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
+    root = Path(os.fspath(out_dir)).absolute()
+    if root.exists() and not root.is_dir():
+        raise ExportError(f"{root} exists and is not a directory")
+    root.mkdir(parents=True, exist_ok=True)
+    check_schema_version(root)
+    groups = discover(paths)
+    known = known_hashes(root)
+    writer = PartWriter(
+        root, reserve_run(root), label_pairs, max_modules=max_modules, max_rows=max_rows
+    )
+    writer.start(paths)
+    report = IngestReport(str(root), writer.run_id)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
+    if jobs == 1:
+        results: Iterable = ((g, parse_files(g, known, max_bytes)) for g in groups)
+    else:
+        results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+    waiting: list[ModuleOutcome] = []
+
+    def report_outcome(outcome: ModuleOutcome) -> None:
+        report.outcomes.append(outcome)
+        if progress is not None:
+            progress(outcome, len(report.outcomes), len(groups))
+
+    def flush() -> None:
+        writer.flush()
+        for outcome in waiting:
+            report_outcome(outcome)
+        waiting.clear()
+
+    try:
+        for files, result in results:
+            if result.status == "failed":
+                writer.add_failure(result.error)
+                outcome = ModuleOutcome(
+                    files, "failed", error=result.error, bytes_read=result.bytes_read
+                )
+            elif result.status == "present" or result.content_hash in known:
+                module_id = module_id_of(result.content_hash)
+                writer.add_labels(module_id)
+                outcome = ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
+            else:
+                writer.add(result.module_row, result.tables, result.warnings)
+                known.add(result.content_hash)
+                outcome = ModuleOutcome(
+                    files,
+                    "loaded",
+                    module_id_of(result.content_hash),
+                    warnings=result.warnings,
+                    bytes_read=result.bytes_read,
+                )
+            if outcome.status == "loaded":
+                waiting.append(outcome)
+            else:
+                report_outcome(outcome)
+            if writer.full:
+                flush()
+            if strict and outcome.status == "failed":
+                report.stopped_early = len(report.outcomes) + len(waiting) < len(groups)
+                break
+        flush()
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+    report.seconds = time.monotonic() - started
+    return report
