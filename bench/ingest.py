@@ -51,7 +51,6 @@ WORK = BENCH / "_work"
 CORPUS = synth.DATA / "corpus"
 CLI = str(Path(sys.executable).with_name("bufferhouse"))
 DUMP_SUFFIXES = tuple(s for s, _ in synth._ROLES)
-SHARDS = 8
 
 
 def log(msg: str) -> None:
@@ -75,8 +74,8 @@ def _ready(path: Path, spec: dict) -> bool:
 
 
 def build_fleet(fleet_mb: float, n_modules: int, seed: int = 5) -> Path:
-    """Corpus copies (renamed) + synth modules, spread over SHARDS directories."""
-    spec = {"fleet_mb": fleet_mb, "modules": n_modules, "seed": seed, "version": 2}
+    """Corpus copies (renamed) under corpus/copy-<i>/, synth modules under synth/."""
+    spec = {"fleet_mb": fleet_mb, "modules": n_modules, "seed": seed, "version": 3}
     root = WORK / f"fleet-{fleet_mb:g}mb-{n_modules}"
     if _ready(root, spec):
         return root
@@ -91,11 +90,10 @@ def build_fleet(fleet_mb: float, n_modules: int, seed: int = 5) -> Path:
     copies = -(-n_modules // len(groups))
     text = 0
     for i in range(copies):
-        for j, ((parent, mod), files) in enumerate(sorted(groups.items())):
-            shard = root / f"shard-{(i * len(groups) + j) % SHARDS}"
+        for (parent, mod), files in sorted(groups.items()):
             rel = parent.relative_to(CORPUS)
             number = int(mod[len("module_") :]) + 10000 * (i + 1)
-            dest = shard / f"copy-{i}" / rel
+            dest = root / "corpus" / f"copy-{i}" / rel
             dest.mkdir(parents=True, exist_ok=True)
             for src in files:
                 name = src.name[:-3].replace(mod, f"module_{number:05d}", 1)
@@ -117,7 +115,7 @@ def build_fleet(fleet_mb: float, n_modules: int, seed: int = 5) -> Path:
         pool = seeds[fmt]
         start = rng.randrange(len(pool))
         res = synth.synthesize(
-            root / f"shard-{number % SHARDS}" / "synth",
+            root / "synth",
             mb,
             fmt,
             seeds=pool[start:] + pool[:start],
@@ -318,7 +316,7 @@ def _row(run: Run, duck_s: float | None) -> str:
     status = " (killed: RSS limit)" if run.killed else (" (FAILED)" if run.returncode else "")
     return (
         f"| {run.label}{status} | {run.text_bytes / 1e6:,.0f} | {run.modules:,} | "
-        f"{run.seconds:,.1f} | {run.mb_s:,.1f} | {run.modules_s:,.1f} | "
+        f"{run.seconds:,.1f} | {run.mb_s:,.1f} | {run.modules_s:,.3g} | "
         f"{run.rss_peak / 2**20:,.0f} | {run.db_bytes / run.text_bytes * 1e6 / 1e6:,.3f} "
         f"({100 * run.db_bytes / run.text_bytes:.1f}%) | "
         + (f"{duck:,.0f} | {ratio} |" if duck else "- | - |")
@@ -366,32 +364,37 @@ def main(argv: list[str] | None = None) -> int:
 
     if not args.skip_fleet:
         fleet = build_fleet(args.fleet_mb, args.fleet_modules)
-        shards = sorted(p for p in fleet.iterdir() if p.is_dir())
-        files = dump_files(shards)
+        parts = [fleet / "corpus", fleet / "synth"]
+        files = dump_files(parts)
         nbytes = sum(f.stat().st_size for f in files)
         nmod = count_modules(files)
         duck_s = duckdb_read(files)
         db = WORK / "bench-fleet.duckdb"
-        default = ingest("fleet, default settings", shards, db, nbytes, nmod, None, limit)
+        default = ingest("fleet, default settings", parts, db, nbytes, nmod, None, limit)
         record(default, duck_s)
         if not args.no_jobs_compare:
-            one = ingest("fleet, --jobs 1", shards, db, nbytes, nmod, 1, limit)
-            two = ingest("fleet, --jobs 2", shards, db, nbytes, nmod, 2, limit)
+            one = ingest("fleet, --jobs 1", parts, db, nbytes, nmod, 1, limit)
+            two = ingest("fleet, --jobs 2", parts, db, nbytes, nmod, 2, limit)
             record(one, duck_s)
             record(two, duck_s)
             results["jobs_speedup"] = one.seconds / two.seconds
-        quarter = shards[: max(1, len(shards) // 4)]
-        qfiles = dump_files(quarter)
-        q = ingest(
-            "quarter of the fleet (RSS vs module count)",
-            quarter,
-            db,
-            sum(f.stat().st_size for f in qfiles),
-            count_modules(qfiles),
-            None,
-            limit,
-        )
-        record(q, duckdb_read(qfiles))
+        # RSS against the number of modules: same module sizes, 1 copy vs all copies.
+        copies = sorted((fleet / "corpus").iterdir())
+        for subset, label in (
+            (copies[:1], "corpus, 1 copy (RSS vs module count)"),
+            (copies, f"corpus, {len(copies)} copies (RSS vs module count)"),
+        ):
+            sfiles = dump_files(subset)
+            run = ingest(
+                label,
+                subset,
+                db,
+                sum(f.stat().st_size for f in sfiles),
+                count_modules(sfiles),
+                None,
+                limit,
+            )
+            record(run, duckdb_read(sfiles))
         db.unlink(missing_ok=True)
     if not args.skip_module:
         module = build_module(args.module_mb, args.module_format)
