@@ -114,6 +114,39 @@ def test_total_is_sum_of_allocations_and_report(synth_db):
     assert outputs == [(1,)] * 4
 
 
+def test_renumbered_parameters_and_stack_frames(synth_db):
+    """Entry parameter numbers stay unique and agree with the instruction text; the
+    merged stack-frame tables still resolve every frame id (split seeds carry them)."""
+    with _con(synth_db) as con:
+        dup = con.execute(
+            """
+            SELECT count(*) FROM (
+              SELECT module_id, parameter_number, parameter_shape_index FROM allocations
+              WHERE is_parameter GROUP BY ALL HAVING count(*) > 1)
+            """
+        ).fetchall()[0][0]
+        agree, disagree = con.execute(
+            """
+            SELECT count(*) FILTER (WHERE i.parameter_number = a.parameter_number),
+                   count(*) FILTER (WHERE i.parameter_number <> a.parameter_number)
+            FROM allocations a
+            JOIN assignments s USING (module_id) JOIN hlo_values v USING (module_id, value_id)
+            JOIN instructions i ON i.module_id = a.module_id AND i.instruction = v.instruction
+            WHERE a.is_parameter AND s.allocation_index = a.allocation_index
+            """
+        ).fetchall()[0]
+        frames = con.execute(
+            """
+            SELECT count(*) FILTER (WHERE source_file IS NOT NULL),
+                   count(*) FILTER (WHERE source_file IS NULL)
+            FROM instructions WHERE stack_frame_id IS NOT NULL
+            """
+        ).fetchall()[0]
+    assert dup == 0
+    assert agree > 500 and disagree == 0
+    assert frames[0] > 1000 and frames[1] == 0
+
+
 def test_peak_list_is_the_live_set_at_the_peak(synth_db):
     with _con(synth_db) as con:
         mismatches = con.execute(
