@@ -280,6 +280,17 @@ def test_report_data_equals_the_queries(fleet_db):
     for r in data.top_modules:
         layers = data.top_layers[r["module_id"]]
         assert sum(layers.values()) == r["heap_peak_bytes"]
+    bars = {
+        p.get_gid(): p
+        for p in plots.draw_top_modules(data.top_modules, data.top_layers).axes[0].patches
+    }
+    for i, r in enumerate(data.top_modules):  # bar i of each layer is module i, stacked in order
+        left = 0
+        for category, size in data.top_layers[r["module_id"]].items():
+            bar = bars.get(f"bars-{category}-{i}")
+            if bar is not None:
+                assert (bar.get_x(), bar.get_width()) == (left, size)
+            left += size
     fleet = [
         r for r in bufferhouse.query("memory-spaces", fleet_db).to_pylist() if r["scope"] == "fleet"
     ]
@@ -340,6 +351,44 @@ def test_report_label_scope_and_baseline(labelled_db):
         report.gather(con, str(labelled_db), label="run=none")
 
 
+def test_report_of_an_empty_warehouse(tmp_path):
+    db = tmp_path / "empty.duckdb"
+    (tmp_path / "nothing").mkdir()
+    assert bufferhouse.ingest(tmp_path / "nothing", db=db).ok
+    written = visual.write_report(tmp_path / "e.html", db=db)
+    assert written.data.module_count == 0 and written.data.sections == []
+    assert "Nothing to show." in written.path.read_text()
+
+
+def test_report_baseline_without_the_diff_stage(labelled_db, monkeypatch):
+    """Without bufferhouse.diff the report falls back to a per-name heap-peak delta."""
+    monkeypatch.setitem(sys.modules, "bufferhouse.diff", None)  # import raises ImportError
+    with visual.open_warehouse(labelled_db) as con:
+        data = report.gather(
+            con, str(labelled_db), label="run=nightly", baseline="run=previous", sections=0
+        )
+        with pytest.raises(PlotError, match=r"needs bufferhouse\.diff"):
+            report.gather(con, str(labelled_db), label="run=nightly", baseline=str(labelled_db))
+
+    def peaks(label: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in bufferhouse.query("modules", labelled_db, label=label).to_pylist():
+            out[r["module_name"]] = max(out.get(r["module_name"], 0), r["heap_peak_bytes"])
+        return out
+
+    base, head = peaks("run=previous"), peaks("run=nightly")
+    changed = {n for n in base.keys() | head.keys() if base.get(n) != head.get(n)}
+    assert {r["module_name"] for r in data.changes} == changed
+    for r in data.changes:
+        assert (r["base_bytes"], r["head_bytes"]) == (
+            base.get(r["module_name"]),
+            head.get(r["module_name"]),
+        )
+    deltas = [abs(r["delta_bytes"]) for r in data.changes]
+    assert deltas == sorted(deltas, reverse=True)
+    assert "bufferhouse diff pairs recompiled modules more carefully" in data.changes_note
+
+
 def test_report_html_is_self_contained(labelled_db, tmp_path):
     written = visual.write_report(
         tmp_path / "r.html", db=labelled_db, label="run=nightly", baseline="run=previous"
@@ -380,6 +429,10 @@ CHECK_PAGE = """(() => {
     tables: document.querySelectorAll("table.sortable").length,
     hovers: document.querySelectorAll("td[title]").length,
     csp: document.querySelector("meta[http-equiv=Content-Security-Policy]") !== null,
+    duplicateIds: (() => {
+      const ids = Array.from(document.querySelectorAll("[id]")).map((e) => e.id);
+      return ids.length - new Set(ids).size;
+    })(),
   };
 })()"""
 
@@ -432,6 +485,7 @@ def test_report_opens_in_headless_chromium(chromium, labelled_db, tmp_path):
     assert problems == []
     assert requests == [written.path.resolve().as_uri()], "the page fetched something"
     assert page["csp"] and page["external"] == []
+    assert page["duplicateIds"] == 0, "inlined SVGs must not share ids"
     assert {c["name"] for c in page["charts"]} == expected
     for c in page["charts"]:
         assert c["width"] > 600 and c["height"] > 100, c

@@ -283,6 +283,12 @@ def _draw_arena(ar: Arena):
     return fig
 
 
+def _name_bars(bars, prefix: str) -> None:
+    # One id per bar: ids must stay unique once the SVG is inlined in HTML.
+    for i, bar in enumerate(bars):
+        bar.set_gid(f"{prefix}-{i}")
+
+
 def draw_top_modules(rows: list[dict], layers: dict[int, dict[str, int]]):
     """Horizontal bars: each module's heap peak split into its layers (bottom = largest)."""
     with _style():
@@ -298,15 +304,15 @@ def draw_top_modules(rows: list[dict], layers: dict[int, dict[str, int]]):
             widths = [layers.get(r["module_id"], {}).get(category, 0) for r in rows]
             if not any(widths):
                 continue
-            ax.barh(
+            bars = ax.barh(
                 y,
                 widths,
                 left=left,
                 color=COLORS[category],
                 label=LABELS[category],
                 height=0.7,
-                gid=f"bars-{category}",
             )
+            _name_bars(bars, f"bars-{category}")
             left = [a + b for a, b in zip(left, widths)]
         ax.set_yticks(y, names, fontsize=8)
         vmax = max(left) if left else 1
@@ -330,7 +336,7 @@ def draw_changes(rows: list[dict]):
         y = list(range(len(rows)))[::-1]
         deltas = [r["delta_bytes"] or 0 for r in rows]
         colors = ["#d62728" if d > 0 else "#2ca02c" for d in deltas]
-        ax.barh(y, deltas, color=colors, height=0.7, gid="bars-delta")
+        _name_bars(ax.barh(y, deltas, color=colors, height=0.7), "bars-delta")
         ax.set_yticks(y, [f"{r['module_name']} ({r['status']})" for r in rows], fontsize=8)
         ax.axvline(0, color="#333333", linewidth=0.8)
         span = max([abs(d) for d in deltas] + [1])

@@ -216,7 +216,7 @@ def _changes(
         )
     try:
         from bufferhouse.diff import diff
-    except ImportError:  # pragma: no cover - the diff stage is not installed
+    except ImportError:  # the diff stage is not installed: a plain per-name delta
         diff = None
     if diff is not None:
         result = diff(baseline, label if label is not None else db, db=db)
@@ -226,6 +226,11 @@ def _changes(
             "then instruction mix); unchanged modules are left out."
         )
         return rows, note
+    if not is_label:
+        raise PlotError(
+            f"--baseline {baseline}: comparing with another warehouse or a dump tree needs "
+            "bufferhouse.diff, which this installation lacks; give a label of this warehouse"
+        )
     return _simple_changes(con, label, baseline), (
         "Heap peak per jit name (the largest module of that name on each side); "
         "bufferhouse diff pairs recompiled modules more carefully."
