@@ -6,7 +6,9 @@ library errors are turned into messages and exit codes in one place.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import sys
 from collections.abc import Callable
 
@@ -174,19 +176,25 @@ def _emit(table, fmt: str | None, output: str | None, limit: int | None) -> None
             if output and output.endswith(".parquet")
             else ("table" if output is None and sys.stdout.isatty() else "csv")
         )
-    if fmt == "parquet":
-        if output is None:
-            if sys.stdout.isatty():
-                raise click.UsageError("parquet output is binary: pass -o FILE")
-            render(table, fmt, sys.stdout.buffer)
-        else:
-            with open(output, "wb") as f:
-                render(table, fmt, f)
+    if fmt == "parquet" and output is None:
+        if sys.stdout.isatty():
+            raise click.UsageError("parquet output is binary: pass -o FILE")
+        render(table, fmt, sys.stdout.buffer)
     elif output is None:
         render(table, fmt, sys.stdout)
     else:
-        with open(output, "w", encoding="utf-8", newline="") as f:
-            render(table, fmt, f)
+        opened = False
+        try:
+            with open(output, "wb") if fmt == "parquet" else open(
+                output, "w", encoding="utf-8", newline=""
+            ) as f:
+                opened = True
+                render(table, fmt, f)
+        except OSError as exc:  # a full disk, a directory that is not there
+            if opened:  # no half-written file stays behind
+                with contextlib.suppress(OSError):
+                    os.remove(output)
+            raise BufferhouseError(f"cannot write {output}: {exc.strerror or exc}") from None
     if output is not None:
         click.echo(f"{table.num_rows} rows -> {output}", err=True)
 
@@ -617,6 +625,7 @@ def diff_command(base, head, db, module, peak, fail_above, show, top, fmt, outpu
     if result.gate is not None:
         click.echo(result.gate.describe(), err=True)
     sys.exit(1 if result.failed else 0)
+
 
 if __name__ == "__main__":
     main()

@@ -141,9 +141,7 @@ def test_case(batches, case: Case):
     error = outcome.error
     line = int(case.expected["line"])
     assert os.path.basename(error.path) == case.error_file
-    assert (error.line, case.expected["message"] in error.message) == (line, True), (
-        error.describe()
-    )
+    assert (error.line, case.expected["message"] in error.message) == (line, True), error.describe()
     shown = error.describe()
     assert shown.startswith(f"{error.path}:{line}: " if line else f"{error.path}: ")
     assert len(error.message) < 300
@@ -240,7 +238,7 @@ def test_unreadable_entries_are_named(tmp_path):
     shutil.copy(SAMPLE, root)
     (root / "gone-buffer-assignment.txt").symlink_to(tmp_path / "nowhere.txt")
     (root / "loop-buffer-assignment.txt").symlink_to("loop-buffer-assignment.txt")
-    report, db = _ingest(root)
+    report, _ = _ingest(root)
     failed = {o.files.stem: o.error for o in report.failed}
     assert set(failed) == {"gone", "loop"}
     assert failed["gone"].line == 0 and "dangling symbolic link" in failed["gone"].message

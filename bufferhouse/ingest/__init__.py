@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import re
 import socket
 import time
 import traceback
@@ -19,14 +20,16 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import duckdb
 import pyarrow as pa
 
 from bufferhouse import __version__
-from bufferhouse.errors import BufferhouseError, DumpError
+from bufferhouse.errors import BufferhouseError, DumpError, WarehouseError
 from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
 from bufferhouse.ingest.load import ModuleWriter, add_labels, module_tables
 from bufferhouse.ingest.parse import ParsedModule, parse_module
-from bufferhouse.ingest.reader import content_digest
+from bufferhouse.ingest.reader import content_digest, read_lines
+from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 
 __all__ = [
@@ -124,8 +127,12 @@ def parse_files(
         module_id = module_id_of(digest)
         row = _module_row(files, parsed, digest, module_id, nbytes)
         tables = module_tables(module_id, parsed)
+        pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
     except DumpError as exc:
         return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=exc)
+    except (OverflowError, pa.ArrowInvalid) as exc:  # a number too large for its column
+        error = _range_error(files, exc)
+        return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=error)
     except Exception as exc:  # a bug of ours must not take the batch down
         where = files.display
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
@@ -137,6 +144,24 @@ def parse_files(
         )
     warnings = [*files.problems, *parsed.warnings]
     return _Parsed("parsed", digest, nbytes, row, tables, warnings)
+
+
+_MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
+
+
+def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
+    """A number that fits no warehouse column (INTEGER is 32 bits): name the line
+    that prints it, found by searching the module's files for that number."""
+    m = re.search(r"Value (-?\d+) too large", str(exc))
+    if m:
+        number = re.compile(rf"(?<![\d.]){m.group(1)}(?!\d)")
+        for _, path in files.dump_files():
+            for lineno, line in read_lines(path):
+                if number.search(line):
+                    return DumpError(
+                        path, lineno, f"number {m.group(1)} is too large for its column", line
+                    )
+    return DumpError(files.display, 0, f"a number is too large for its column ({exc})")
 
 
 def _module_row(
@@ -337,6 +362,10 @@ def ingest_paths(
                 close()
         report.seconds = time.monotonic() - started
         return report
+    except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
+        raise WarehouseError(
+            f"cannot write to warehouse {path}: {exc}. Modules committed before are intact."
+        ) from None
     finally:
         con.close()
 

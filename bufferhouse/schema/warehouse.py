@@ -7,6 +7,7 @@ read-only so any number of them can share the file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -144,6 +145,9 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
         con.executemany("INSERT INTO memory_spaces VALUES (?, ?, ?, ?)", list(MEMORY_SPACE_NAMES))
         con.execute("INSERT INTO schema_info VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
         con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
+    except Exception as exc:
+        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended it already
+            con.execute("ROLLBACK")
+        if isinstance(exc, duckdb.Error):
+            raise WarehouseError(f"cannot create the warehouse tables in {path}: {exc}") from None
         raise
