@@ -107,6 +107,8 @@ def test_writer_holding_the_file_is_named(warehouse):
         _assert_clean_error(query, "is open for writing by ", f"(PID {holder.pid})")
         check = _run("check", "--db", warehouse)
         _assert_clean_error(check, f"(PID {holder.pid})")
+        export = _run("export", warehouse.with_name("out"), "--db", warehouse)
+        _assert_clean_error(export, f"(PID {holder.pid})")
     assert _modules(warehouse) == 5
     assert check_warehouse(warehouse).ok
 
@@ -153,7 +155,7 @@ def _parent_of(pid: int) -> int | None:
     return int(re.search(r"^PPid:\s+(\d+)", status, re.M).group(1))
 
 
-def test_readers_share_the_file(warehouse):
+def test_readers_share_the_file(warehouse, tmp_path):
     with _holding(warehouse, "ro") as reader:
         query = _run("query", "modules", "--db", warehouse, "-f", "csv")
         assert query.returncode == 0, query.stderr
@@ -162,6 +164,9 @@ def test_readers_share_the_file(warehouse):
         assert sql.returncode == 0 and sql.stdout.splitlines()[1].isdigit()
         check = _run("check", "--db", warehouse)
         assert check.returncode == 0, check.stdout + check.stderr
+        export = _run("export", tmp_path / "out", "--db", warehouse)
+        assert export.returncode == 0, export.stderr
+        assert (tmp_path / "out").is_dir()
         ingest = _run("ingest", CORPUS / "jax-0.7.2", "--db", warehouse, "--wait", "1", "-q")
         _assert_clean_error(ingest, f"(PID {reader.pid}); waited 1s")
     assert _modules(warehouse) == 5
