@@ -370,3 +370,13 @@ def test_export_stage_is_last():
         "assert not [m for m in sys.modules if m.startswith('bufferhouse.export')], sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_spark_module_says_what_to_install(monkeypatch):
+    from bufferhouse import spark as bhs
+    from bufferhouse.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    monkeypatch.setitem(sys.modules, "pyspark.sql", None)
+    with pytest.raises(MissingExtraError, match=r"pip install 'bufferhouse\[spark\]'"):
+        bhs.session()
