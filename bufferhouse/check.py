@@ -87,6 +87,8 @@ def check_warehouse(db: str | os.PathLike[str] | None = None, *, wait: float = 0
     inconsistency inside it is a Problem in the report.
     """
     path = database_path(db)
+    if os.path.isfile(path) and os.path.getsize(path) == 0:
+        return CheckReport(path, empty=True)  # created, never written: the next ingest starts it
     con = open_connection(path, read_only=True, wait=wait)
     try:
         return _check(con, path)

@@ -9,8 +9,10 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+import bufferhouse
 from bufferhouse.check import check_warehouse
 from bufferhouse.cli import main
+from tests.conftest import SAMPLES
 
 # One damaging statement per check: (what it does, SQL, check that must fail, message part).
 DAMAGE = [
@@ -155,6 +157,18 @@ def test_empty_file_is_an_empty_warehouse(tmp_path):
     duckdb.connect(str(db)).close()
     report = check_warehouse(db)
     assert report.ok and report.empty
+
+
+def test_zero_byte_file_is_an_empty_warehouse(tmp_path):
+    """What a full disk (or a kill at that instant) leaves when DuckDB creates the file."""
+    db = tmp_path / "zero.duckdb"
+    db.touch()
+    assert check_warehouse(db).empty
+    result = CliRunner().invoke(main, ["query", "modules", "--db", str(db)])
+    assert result.exit_code == 2
+    assert "is empty (0 bytes)" in result.stderr
+    assert bufferhouse.ingest(SAMPLES, db=db, jobs=1).ok
+    assert check_warehouse(db).modules == 5
 
 
 def test_check_opens_read_only(samples_db):

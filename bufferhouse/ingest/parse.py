@@ -145,6 +145,7 @@ class _Parser:
         self._lr_part = ""
         self.ends: dict[str, int] = {}  # path -> its last line, for "truncated?" errors
         self.lr_path: str | None = None  # file holding the HloLiveRange section
+        self.used_path: str | None = None  # file holding Used values (split: -values.txt)
         self._last_used = -1
 
     # -- helpers -------------------------------------------------------------
@@ -393,6 +394,7 @@ class _Parser:
             return state, state_cross, alloc, block, block_state
         if line == "Used values:":
             self._section("used_values")
+            self.used_path = path
             state, block, block_state = "used", None, ""
             return state, state_cross, alloc, block, block_state
         if state == "used" and block is None and line.startswith("<"):
@@ -857,11 +859,12 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
             f"'Total bytes used: {p.total}' but the allocations add up to {alloc_sum} "
             "(allocations missing or file edited?)",
         )
+    used_path = p.used_path or ba_path
     if p.used:
         missing = [vid for vid in p.values if vid not in p.used]
         if missing:
             raise ParseError(
-                ba_path,
+                used_path,
                 0,
                 f"{len(missing)} placed values have no Used values block (first: value {missing[0]}); "
                 "file truncated?",
@@ -869,7 +872,7 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
         for block in p.used.values():
             if block["text"] is None and "from_instruction" in p.features:
                 raise ParseError(
-                    ba_path,
+                    used_path,
                     block["line"],
                     f"used value {block['id']} has no ' from instruction:' line",
                 )
@@ -956,7 +959,7 @@ def _finish(p: _Parser, ba_path: str, files, hlo_path, read) -> ParsedModule:
             parsed_instr[name] = None
             out.warnings.append(
                 DumpError(
-                    ba_path,
+                    used_path,
                     p.used[_first_value(p, name)]["line"],
                     f"instruction text not understood: {exc}",
                 )

@@ -30,6 +30,33 @@ def default_db() -> str:
     return os.environ.get(ENV_DB) or DEFAULT_DB
 
 
+def _is_empty_file(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0 and not os.path.getsize(path + ".wal")
+    except OSError:  # no file, or no WAL beside it
+        return os.path.isfile(path) and os.path.getsize(path) == 0
+
+
+def _remove_if_unused(path: str) -> None:
+    """Remove an empty warehouse file unless another process holds it (it may be
+    creating it this very moment; DuckDB locks the file with fcntl)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        if os.name == "posix":
+            import fcntl
+
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if os.fstat(fd).st_size == 0:
+            os.remove(path)
+    except OSError:
+        pass  # held by someone: connect below waits for it like for any writer
+    finally:
+        os.close(fd)
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc)
     return "Could not set lock" in text or "Conflicting lock" in text
@@ -62,6 +89,15 @@ def open_connection(
         raise WarehouseError(
             f"no warehouse at {path}: run 'bufferhouse ingest DUMPS --db {path}' first"
         )
+    if _is_empty_file(path):
+        # Created but never written (the disk was full, or the process was killed
+        # at that instant): it holds nothing, and DuckDB refuses to open it.
+        if read_only:
+            raise WarehouseError(
+                f"{path} is empty (0 bytes): no ingest ever wrote to it; "
+                f"run 'bufferhouse ingest DUMPS --db {path}'"
+            )
+        _remove_if_unused(path)
     config = {} if read_only else {"storage_compatibility_version": STORAGE_VERSION}
     deadline = time.monotonic() + max(wait, 0.0)
     started = time.monotonic()
