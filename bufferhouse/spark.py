@@ -395,12 +395,13 @@ def write_batches(
         writer: PartWriter | None = None
         out = []
         seen = set(skip)
+        directories: set[str] = set()
         for batch in batches:
             for row in batch.to_pylist():
                 files = _group_of(row)
+                directories.add(files.directory)
                 if writer is None:
                     writer = PartWriter(path, reserve_run(path), label_pairs)
-                    writer.start([root])
                 result = parse_files(files, seen)
                 module_id = module_id_of(result.content_hash) if result.content_hash else None
                 message = None
@@ -419,6 +420,7 @@ def write_batches(
                     writer.flush()
         if writer is not None:
             writer.flush()
+            writer.start(sorted(directories))  # the run's row names the directories it read
         names = ("run_id", "stem", "status", "module_id", "message")
         yield pa.RecordBatch.from_pylist(
             [dict(zip(names, r)) for r in out],

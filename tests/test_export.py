@@ -152,7 +152,9 @@ def test_export_refuses_to_overwrite(fleet_db, exported, tmp_path):
 def test_unknown_table_names_the_valid_ones(fleet_db, tmp_path):
     with pytest.raises(ExportError, match=r"no table 'values' \(the values table is hlo_values\)"):
         export_warehouse(tmp_path / "x", fleet_db, tables=["allocations", "values"])
-    assert not (tmp_path / "x").exists()
+    with pytest.raises(ExportError, match=r"no table '\.\./escape'"):
+        export_warehouse(tmp_path / "x", fleet_db, tables=["../escape"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_export_by_label(tmp_path):

@@ -477,7 +477,7 @@ class PartWriter:
         directory = partition_dir(self.root, table, self.run_id)
         directory.mkdir(parents=True, exist_ok=True)
         final = directory / f"{name}.parquet"
-        tmp = directory / f".{name}.parquet.tmp"
+        tmp = directory / f".{name}.parquet.{self.token}.tmp"  # hidden from readers' globs
         pq.write_table(data, tmp, row_group_size=ROWS_PER_GROUP, **PARQUET_OPTIONS)
         os.replace(tmp, final)
         self.files_written += 1
