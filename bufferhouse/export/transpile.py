@@ -10,8 +10,9 @@ self-contained statement:
   holds only the tables (a Parquet export registered as tables);
 - parameters stay parameters, in the engine's own marker: Spark `:name`
   (`spark.sql(text, args={...})`), BigQuery `@name` (query parameters),
-  Postgres `%(name)s` (psycopg), Trino `?` (positional: `EXECUTE ... USING`,
-  in the order `Transpiled.params` lists, repeats included);
+  Postgres `%(name)s` (psycopg; cast to the declared type), Trino `?`
+  (positional: `EXECUTE ... USING`, in the order `Transpiled.params` lists,
+  repeats included);
 - DuckDB functions sqlglot passes through untouched are rewritten where the
   engine has an equivalent (error -> raise_error / fail, list_slice -> slice,
   range -> an unnested series, ...). Where it has none, `transpile` raises
@@ -218,15 +219,23 @@ def _spark_ordered_list(name: str, node: exp.ArrayAgg) -> exp.Expression:
     )
 
 
-def _mark_params(tree: exp.Expression) -> exp.Expression:
-    """Give every parameter marker a unique name, so its place in the output can be found."""
+def _mark_params(dialect: str, tree: exp.Expression, types: dict[str, str]) -> exp.Expression:
+    """Give every parameter marker a unique name, so its place in the output can be found.
+
+    Postgres infers a parameter's type from its context and fails on
+    `$1 IS NULL` when the value is NULL, so there each marker is cast to the
+    parameter's declared type.
+    """
     count = 0
 
     def fn(node: exp.Expression) -> exp.Expression:
         nonlocal count
         if isinstance(node, exp.Placeholder) and node.name:
             count += 1
-            return exp.Placeholder(this=f"{_SENTINEL}{count}_{node.name}")
+            marker = exp.Placeholder(this=f"{_SENTINEL}{count}_{node.name}")
+            if dialect == "postgres" and node.name in types:
+                return exp.Cast(this=marker, to=exp.DataType.build(types[node.name]))
+            return marker
         return node
 
     return tree.transform(fn)
@@ -270,7 +279,7 @@ def transpile(name: str, dialect: str, *, pretty: bool = True) -> Transpiled:
     tree = sqlglot.parse_one(q.sql, read="duckdb")
     tree = _inline_views(q.name, tree)
     tree = _rewrite(q.name, dialect, tree)
-    tree = _mark_params(tree)
+    tree = _mark_params(dialect, tree, {p.name: p.type for p in q.params})
     _check_functions(q.name, dialect, tree)
     try:
         sql = tree.sql(dialect=dialect, pretty=pretty, unsupported_level=ErrorLevel.RAISE)
