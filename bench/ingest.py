@@ -298,14 +298,21 @@ def machine() -> dict:
 
 
 def _git_commit() -> str:
+    """HEAD, plus '+dirty' when the package has uncommitted changes (what actually ran)."""
     try:
-        out = subprocess.run(
+        head = subprocess.run(
             ["git", "-C", str(BENCH.parent), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=False,
-        )
-        return out.stdout.strip()
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(BENCH.parent), "status", "--porcelain", "--", "bufferhouse"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        return head + ("+dirty" if dirty else "")
     except OSError:
         return "?"
 
