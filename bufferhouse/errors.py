@@ -63,10 +63,6 @@ class ExportError(BufferhouseError):
     """A Parquet export or dataset cannot be written, read or attached as asked."""
 
 
-class ExportError(BufferhouseError):
-    """A Parquet export or dataset cannot be written, read or attached as asked."""
-
-
 class UnknownModuleError(QueryError):
     """No module in the warehouse matches the name, stem, id or hash prefix given."""
 
