@@ -205,7 +205,7 @@ def _classify(spec: str, role: str) -> tuple[str, list[str]]:
 @cache
 def _sql(name: str) -> queries.Query:
     entry = resources.files("bufferhouse.queries").joinpath("diff", f"{name}.sql")
-    return queries._parse(entry.read_text(encoding="utf-8"), f"diff/{name}.sql", "diff")
+    return queries.parse_query_file(entry.read_text(encoding="utf-8"), f"diff/{name}.sql", "diff")
 
 
 def diff_queries() -> list[queries.Query]:

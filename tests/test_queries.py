@@ -118,7 +118,7 @@ def test_macro_equals_python(query, samples_db):
 
 
 def test_unknown_query_lists_valid_ones():
-    with pytest.raises(QueryError, match="valid queries: .*peak-buffers"):
+    with pytest.raises(QueryError, match=r"valid queries: .*peak-buffers"):
         queries.get("peak-buffer")
 
 

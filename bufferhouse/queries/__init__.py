@@ -122,6 +122,11 @@ class Query:
         return f"CREATE OR REPLACE VIEW {quote_identifier(self.name)} AS\n{self.sql.strip().rstrip(';')}"
 
 
+def parse_query_file(text: str, source: str, kind: str = "query") -> Query:
+    """A documented .sql file (header + body) as a Query; raises QueryError when malformed."""
+    return _parse(text, source, kind)
+
+
 def _parse(text: str, source: str, kind: str) -> Query:
     lines = text.splitlines()
     fields: dict[str, list[str]] = {}
