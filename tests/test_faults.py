@@ -239,6 +239,7 @@ def test_output_file_on_a_full_disk(small_disk, samples_db):
     )
     filler.unlink()
     _assert_clean_failure(result, "No space left on device")
+    assert not (small_disk / "out.csv").exists()  # no half-written output left behind
 
 
 def test_hostile_parameter_is_data_on_the_command_line(tmp_path):
