@@ -26,7 +26,7 @@ import pyarrow as pa
 from bufferhouse import __version__
 from bufferhouse.errors import BufferhouseError, DumpError, WarehouseError
 from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
-from bufferhouse.ingest.load import ModuleWriter, add_labels, module_tables
+from bufferhouse.ingest.load import ModuleWriter, module_tables
 from bufferhouse.ingest.parse import ParsedModule, parse_module
 from bufferhouse.ingest.reader import content_digest, read_lines
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
@@ -310,17 +310,14 @@ def ingest_paths(
             after_open(con)
         run_id = int(datetime.now(timezone.utc).timestamp() * 1_000_000)
         report = IngestReport(path, run_id)
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                run_id,
-                datetime.now(timezone.utc).replace(tzinfo=None),
-                paths,
-                [f"{k}={v}" for k, v in label_pairs],
-                socket.gethostname(),
-                __version__,
-            ],
-        )
+        run_row = {
+            "run_id": run_id,
+            "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
+            "roots": paths,
+            "labels": [f"{k}={v}" for k, v in label_pairs],
+            "host": socket.gethostname(),
+            "tool_version": __version__,
+        }
         known = {r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()}
         jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
         if jobs == 1:
@@ -329,7 +326,7 @@ def ingest_paths(
             )
         else:
             results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
-        writer = ModuleWriter(con, run_id, label_pairs)
+        writer = ModuleWriter(con, run_id, label_pairs, run_row=run_row)
         waiting: list[ModuleOutcome] = []  # loaded, reported once their batch commits
 
         def report_outcome(outcome: ModuleOutcome) -> None:
@@ -381,11 +378,8 @@ def _stage(
     module_id = module_id_of(result.content_hash) if result.content_hash else None
     if result.status == "present" or result.content_hash in known:
         # The same content seen again (this run or an earlier one): only new labels land.
-        if labels and module_id is not None:
-            writer.flush()  # the module may still be waiting in the batch
-            con.execute("BEGIN TRANSACTION")
-            add_labels(con, module_id, labels)
-            con.execute("COMMIT")
+        if module_id is not None:
+            writer.add_labels(module_id)
         return ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
     assert result.module_row is not None and result.tables is not None
     writer.add(dict(result.module_row, run_id=writer.run_id), result.tables, result.warnings)

@@ -47,22 +47,6 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table
         con.unregister(view)
 
 
-def add_labels(
-    con: duckdb.DuckDBPyConnection, module_id: int, labels: list[tuple[str, str]]
-) -> int:
-    """Attach labels a module does not have yet; returns how many were new."""
-    added = 0
-    for key, value in labels:
-        exists = con.execute(
-            "SELECT 1 FROM labels WHERE module_id = ? AND key = ? AND value = ?",
-            [module_id, key, value],
-        ).fetchone()
-        if not exists:
-            con.execute("INSERT INTO labels VALUES (?, ?, ?)", [module_id, key, value])
-            added += 1
-    return added
-
-
 def _diagnostic_rows(
     run_id: int, module_id: int | None, problems: list[DumpError], severity: str
 ) -> list[dict]:
@@ -93,7 +77,11 @@ class ModuleWriter:
     labels: list[tuple[str, str]]
     max_modules: int = 256
     max_rows: int = 2_000_000
+    #: The run's row in `runs`, written with the first batch: a run that
+    #: writes nothing (killed, disk full, nothing new) leaves no trace.
+    run_row: dict | None = None
     _modules: list[dict] = field(default_factory=list)
+    _present_labels: list[int] = field(default_factory=list)
     _tables: dict[str, list[pa.Table]] = field(default_factory=dict)
     _diagnostics: list[dict] = field(default_factory=list)
     _rows: int = 0
@@ -112,6 +100,11 @@ class ModuleWriter:
     def add_failure(self, error: DumpError) -> None:
         self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
 
+    def add_labels(self, module_id: int) -> None:
+        """Give this run's labels to a module already in the warehouse (if it lacks them)."""
+        if self.labels:
+            self._present_labels.append(module_id)
+
     @property
     def full(self) -> bool:
         return len(self._modules) >= self.max_modules or self._rows >= self.max_rows
@@ -122,7 +115,7 @@ class ModuleWriter:
 
     def flush(self) -> int:
         """Commit the buffered modules; returns how many were written."""
-        if not self._modules and not self._diagnostics:
+        if not (self._modules or self._diagnostics or self._present_labels):
             return 0
         modules = pa.Table.from_pylist(
             self._modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
@@ -135,6 +128,14 @@ class ModuleWriter:
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
+            if self.run_row is not None:
+                insert_arrow(
+                    con,
+                    "runs",
+                    pa.Table.from_pylist(
+                        [self.run_row], schema=arrow_schema(TABLES_BY_NAME["runs"])
+                    ),
+                )
             insert_arrow(con, "modules", modules)
             for name, parts in self._tables.items():
                 insert_arrow(con, name, pa.concat_tables(parts))
@@ -144,6 +145,8 @@ class ModuleWriter:
                     "labels",
                     pa.Table.from_pylist(label_rows, schema=arrow_schema(TABLES_BY_NAME["labels"])),
                 )
+            if self._present_labels:
+                _insert_missing_labels(con, self._present_labels, self.labels)
             if self._diagnostics:
                 insert_arrow(
                     con,
@@ -162,4 +165,23 @@ class ModuleWriter:
             ) from None
         written = len(self._modules)
         self._modules, self._tables, self._diagnostics, self._rows = [], {}, [], 0
+        self._present_labels, self.run_row = [], None
         return written
+
+
+def _insert_missing_labels(
+    con: duckdb.DuckDBPyConnection, module_ids: list[int], labels: list[tuple[str, str]]
+) -> None:
+    rows = pa.Table.from_pylist(
+        [{"module_id": m, "key": k, "value": v} for m in set(module_ids) for k, v in labels],
+        schema=arrow_schema(TABLES_BY_NAME["labels"]),
+    )
+    con.register("_bh_new_labels", rows)
+    try:
+        con.execute(
+            "INSERT INTO labels SELECT DISTINCT n.* FROM _bh_new_labels AS n "
+            "WHERE NOT EXISTS (SELECT 1 FROM labels AS l WHERE l.module_id = n.module_id "
+            "AND l.key = n.key AND l.value = n.value)"
+        )
+    finally:
+        con.unregister("_bh_new_labels")
