@@ -73,21 +73,24 @@ def read_blocks(path: str) -> Iterator[tuple[int, str]]:
     try:
         with _open(path) as f:
             rest = b""
+            pending: list[bytes] = []  # pieces of a line longer than a chunk
             while True:
                 chunk = f.read(CHUNK * 8)
                 if not chunk:
                     break
-                block = rest + chunk
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    rest = block
+                if b"\n" not in chunk:
+                    pending.append(chunk)  # joined once, not re-copied per chunk
                     continue
+                block = b"".join([rest, *pending, chunk])
+                pending = []
+                cut = block.rfind(b"\n") + 1
                 rest = block[cut:]
                 text = _decode(path, block[:cut], lineno - 1)
                 if "\r" in text:
                     text = text.replace("\r\n", "\n")
                 yield lineno, text
                 lineno += text.count("\n")
+            rest = b"".join([rest, *pending])
             if rest:
                 text = _decode(path, rest, lineno - 1)
                 yield lineno, text[:-1] if text.endswith("\r") else text
