@@ -124,9 +124,8 @@ def build_fleet(fleet_mb: float, n_modules: int, seed: int = 5) -> Path:
         )
         text += res.bytes
         number += 1
-    log(
-        f"fleet: + {number} synth modules -> {text / 1e6:.1f} MB in {time.monotonic() - started:.0f}s"
-    )
+    elapsed = time.monotonic() - started
+    log(f"fleet: + {number} synth modules -> {text / 1e6:.1f} MB in {elapsed:.0f}s")
     (root / "SPEC.json").write_text(json.dumps(spec))
     return root
 
