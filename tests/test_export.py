@@ -186,7 +186,9 @@ def test_two_writers_at_once_equal_one_warehouse(fleet_db, tmp_path):
         assert proc.returncode == 0, err
     raw = read_table(out, "modules")
     deduped = read_table(out, "modules", dedup=True)
-    assert raw.num_rows > deduped.num_rows  # jax-0.6.2 was parsed by both
+    # jax-0.6.2 is in both shards: parsed twice if the writers overlapped in time,
+    # skipped by the second if the first had already published it.
+    assert raw.num_rows >= deduped.num_rows
     assert read_table(out, "runs").num_rows == 2
     with duckdb.connect(str(fleet_db), read_only=True) as con:
         expected = con.sql("SELECT count(*) FROM modules").fetchall()[0][0]
