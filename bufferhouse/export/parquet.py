@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -29,8 +28,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from bufferhouse import __version__
-from bufferhouse.errors import DumpError, ExportError
+from bufferhouse.errors import ExportError
 from bufferhouse.export.dataset import (
     PARQUET_OPTIONS,
     PARTITION,
@@ -49,12 +47,11 @@ from bufferhouse.ingest import (
     IngestReport,
     ModuleOutcome,
     discover,
-    module_id_of,
-    parse_files,
-    parse_in_workers,
     parse_labels,
+    run_batches,
+    run_record,
 )
-from bufferhouse.ingest.discover import text_path
+from bufferhouse.ingest.load import ModuleBuffer
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -336,22 +333,6 @@ def known_hashes(root: str | os.PathLike[str]) -> set[str]:
 # --- writing parts -------------------------------------------------------------
 
 
-def _diagnostic_rows(
-    run_id: int, module_id: int | None, problems: list[DumpError], severity: str
-) -> list[dict]:
-    return [
-        {
-            "run_id": run_id,
-            "module_id": module_id,
-            "path": text_path(e.path),
-            "line": e.line,
-            "severity": severity,
-            "message": e.message,
-        }
-        for e in problems
-    ]
-
-
 def _rows(table_name: str, rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=file_schema(TABLES_BY_NAME[table_name]))
 
@@ -373,67 +354,33 @@ def reserve_run(root: Path, run_id: int | None = None) -> int:
             run_id += 1
 
 
-@dataclass
-class PartWriter:
-    """Buffers parsed modules and writes them to a dataset as part files.
+class PartWriter(ModuleBuffer):
+    """Writes buffered modules to a dataset as part files (the warehouse-free sink).
 
-    `add` / `add_failure` / `full` / `flush` mirror the warehouse's
-    ModuleWriter, so the same ingest loop drives either sink. A flush writes
-    one file per table (named by a token unique to this writer and a counter),
-    the `modules` file last.
+    Driven by the same ingest loop as the warehouse's ModuleWriter
+    (`bufferhouse.ingest.run_batches`). A flush writes one file per table
+    (named by a token unique to this writer and a counter), the `modules` file
+    last.
     """
 
-    root: Path
-    run_id: int
-    labels: list[tuple[str, str]]
-    max_modules: int = 4096
-    max_rows: int = 4_000_000
-    token: str = field(default_factory=part_token)
-    _modules: list[dict] = field(default_factory=list)
-    _tables: dict[str, list[pa.Table]] = field(default_factory=dict)
-    _diagnostics: list[dict] = field(default_factory=list)
-    _labelled: list[int] = field(default_factory=list)
-    _rows: int = 0
-    _parts: int = 0
-    files_written: int = 0
-
-    def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> None:
-        counts = {name: data.num_rows for name, data in tables.items()}
-        self._modules.append(dict(module_row, run_id=self.run_id, row_counts=counts))
-        for name, data in tables.items():
-            if data.num_rows:
-                self._tables.setdefault(name, []).append(data)
-                self._rows += data.num_rows
-        self._diagnostics += _diagnostic_rows(
-            self.run_id, module_row["module_id"], warnings, "warning"
-        )
-
-    def add_failure(self, error: DumpError) -> None:
-        self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
-
-    def add_labels(self, module_id: int) -> None:
-        """Label a module the dataset already holds (a re-run with new labels)."""
-        if self.labels:
-            self._labelled.append(module_id)
-
-    @property
-    def full(self) -> bool:
-        return len(self._modules) >= self.max_modules or self._rows >= self.max_rows
-
-    @property
-    def pending(self) -> int:
-        return len(self._modules)
+    def __init__(
+        self,
+        root: Path,
+        run_id: int,
+        labels: list[tuple[str, str]],
+        max_modules: int = 4096,
+        max_rows: int = 4_000_000,
+        token: str | None = None,
+    ) -> None:
+        super().__init__(run_id, labels, max_modules, max_rows)
+        self.root = root
+        self.token = token or part_token()
+        self._parts = 0
+        self.files_written = 0
 
     def start(self, roots: list[str]) -> None:
         """The run's own row, and the reference tables (identical from every writer)."""
-        run = {
-            "run_id": self.run_id,
-            "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
-            "roots": roots,
-            "labels": [f"{k}={v}" for k, v in self.labels],
-            "host": socket.gethostname(),
-            "tool_version": __version__,
-        }
+        run = run_record(self.run_id, roots, self.labels)
         self._write("runs", [_rows("runs", [run])], f"{self.token}-run")
         spaces = [
             dict(zip(("backend", "color", "name", "description"), row))
@@ -445,14 +392,14 @@ class PartWriter:
         write_metadata_files(self.root)
 
     def flush(self) -> int:
-        """Write the buffered modules; returns how many."""
-        if not self._modules and not self._diagnostics and not self._labelled:
+        if self.empty:
             return 0
         name = f"{self.token}-{self._parts:05d}"
         self._parts += 1
-        module_ids = [m["module_id"] for m in self._modules] + self._labelled
-        label_rows = [
-            {"module_id": m, "key": k, "value": v} for m in module_ids for k, v in self.labels
+        label_rows = self.new_label_rows() + [
+            {"module_id": m, "key": k, "value": v}
+            for m in self._present_labels
+            for k, v in self.labels
         ]
         for table in MODULE_TABLES:
             if table.name in self._tables:
@@ -464,8 +411,7 @@ class PartWriter:
         if self._modules:  # last: the module becomes visible with all its rows in place
             self._write("modules", [_rows("modules", self._modules)], name)
         written = len(self._modules)
-        self._modules, self._tables, self._diagnostics, self._rows = [], {}, [], 0
-        self._labelled = []
+        self._clear()
         return written
 
     def _write(self, table_name: str, parts: list[pa.Table], name: str) -> None:
@@ -518,58 +464,15 @@ def ingest_to_parquet(
     )
     writer.start(paths)
     report = IngestReport(str(root), writer.run_id)
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
-    if jobs == 1:
-        results: Iterable = ((g, parse_files(g, known, max_bytes)) for g in groups)
-    else:
-        results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
-    waiting: list[ModuleOutcome] = []
-
-    def report_outcome(outcome: ModuleOutcome) -> None:
-        report.outcomes.append(outcome)
-        if progress is not None:
-            progress(outcome, len(report.outcomes), len(groups))
-
-    def flush() -> None:
-        writer.flush()
-        for outcome in waiting:
-            report_outcome(outcome)
-        waiting.clear()
-
-    try:
-        for files, result in results:
-            if result.status == "failed":
-                writer.add_failure(result.error)
-                outcome = ModuleOutcome(
-                    files, "failed", error=result.error, bytes_read=result.bytes_read
-                )
-            elif result.status == "present" or result.content_hash in known:
-                module_id = module_id_of(result.content_hash)
-                writer.add_labels(module_id)
-                outcome = ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
-            else:
-                writer.add(result.module_row, result.tables, result.warnings)
-                known.add(result.content_hash)
-                outcome = ModuleOutcome(
-                    files,
-                    "loaded",
-                    module_id_of(result.content_hash),
-                    warnings=result.warnings,
-                    bytes_read=result.bytes_read,
-                )
-            if outcome.status == "loaded":
-                waiting.append(outcome)
-            else:
-                report_outcome(outcome)
-            if writer.full:
-                flush()
-            if strict and outcome.status == "failed":
-                report.stopped_early = len(report.outcomes) + len(waiting) < len(groups)
-                break
-        flush()
-    finally:
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
+    run_batches(
+        groups,
+        writer,
+        report,
+        known,
+        jobs=jobs,
+        max_bytes=max_bytes,
+        strict=strict,
+        progress=progress,
+    )
     report.seconds = time.monotonic() - started
     return report

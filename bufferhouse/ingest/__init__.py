@@ -26,7 +26,7 @@ import pyarrow as pa
 from bufferhouse import __version__
 from bufferhouse.errors import BufferhouseError, DumpError, WarehouseError
 from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
-from bufferhouse.ingest.load import ModuleWriter, module_tables
+from bufferhouse.ingest.load import ModuleBuffer, ModuleWriter, module_tables
 from bufferhouse.ingest.parse import ParsedModule, parse_module
 from bufferhouse.ingest.reader import content_digest, read_lines
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
@@ -39,6 +39,8 @@ __all__ = [
     "ingest_paths",
     "parse_files",
     "parse_in_workers",
+    "run_batches",
+    "run_record",
 ]
 
 
@@ -310,53 +312,19 @@ def ingest_paths(
             after_open(con)
         run_id = int(datetime.now(timezone.utc).timestamp() * 1_000_000)
         report = IngestReport(path, run_id)
-        run_row = {
-            "run_id": run_id,
-            "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
-            "roots": paths,
-            "labels": [f"{k}={v}" for k, v in label_pairs],
-            "host": socket.gethostname(),
-            "tool_version": __version__,
-        }
+        run_row = run_record(run_id, paths, label_pairs)
         known = {r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()}
-        jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
-        if jobs == 1:
-            results: Iterable[tuple[ModuleFiles, _Parsed]] = (
-                (g, parse_files(g, known, max_bytes)) for g in groups
-            )
-        else:
-            results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
         writer = ModuleWriter(con, run_id, label_pairs, run_row=run_row)
-        waiting: list[ModuleOutcome] = []  # loaded, reported once their batch commits
-
-        def report_outcome(outcome: ModuleOutcome) -> None:
-            report.outcomes.append(outcome)
-            if progress is not None:
-                progress(outcome, len(report.outcomes), len(groups))
-
-        def flush() -> None:
-            writer.flush()
-            for outcome in waiting:
-                report_outcome(outcome)
-            waiting.clear()
-
-        try:
-            for files, result in results:
-                outcome = _stage(con, writer, files, result, label_pairs, known)
-                if outcome.status == "loaded":
-                    waiting.append(outcome)
-                else:
-                    report_outcome(outcome)
-                if writer.full:
-                    flush()
-                if strict and outcome.status == "failed":
-                    report.stopped_early = len(report.outcomes) + len(waiting) < len(groups)
-                    break
-            flush()
-        finally:
-            close = getattr(results, "close", None)
-            if close is not None:
-                close()
+        run_batches(
+            groups,
+            writer,
+            report,
+            known,
+            jobs=jobs,
+            max_bytes=max_bytes,
+            strict=strict,
+            progress=progress,
+        )
         report.seconds = time.monotonic() - started
         return report
     except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
@@ -367,8 +335,76 @@ def ingest_paths(
         con.close()
 
 
+def run_record(run_id: int, roots: list[str], labels: list[tuple[str, str]]) -> dict:
+    """The `runs` row of an ingest: when, from where, with which labels, by what."""
+    return {
+        "run_id": run_id,
+        "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
+        "roots": roots,
+        "labels": [f"{k}={v}" for k, v in labels],
+        "host": socket.gethostname(),
+        "tool_version": __version__,
+    }
+
+
+def run_batches(
+    groups: list[ModuleFiles],
+    writer: ModuleBuffer,
+    report: IngestReport,
+    known: set[str],
+    *,
+    jobs: int | None = None,
+    max_bytes: int | None = None,
+    strict: bool = False,
+    progress: Callable[[ModuleOutcome, int, int], None] | None = None,
+) -> None:
+    """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
+
+    The one ingest loop, whatever the sink: modules whose content hash is in
+    `known` are not parsed again (only labelled), every outcome lands in
+    `report`, and a loaded module is reported once its batch is written.
+    """
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
+    if jobs == 1:
+        results: Iterable[tuple[ModuleFiles, _Parsed]] = (
+            (g, parse_files(g, known, max_bytes)) for g in groups
+        )
+    else:
+        results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+    waiting: list[ModuleOutcome] = []
+
+    def report_outcome(outcome: ModuleOutcome) -> None:
+        report.outcomes.append(outcome)
+        if progress is not None:
+            progress(outcome, len(report.outcomes), len(groups))
+
+    def flush() -> None:
+        writer.flush()
+        for outcome in waiting:
+            report_outcome(outcome)
+        waiting.clear()
+
+    try:
+        for files, result in results:
+            outcome = _stage(writer, files, result, known)
+            if outcome.status == "loaded":
+                waiting.append(outcome)
+            else:
+                report_outcome(outcome)
+            if writer.full:
+                flush()
+            if strict and outcome.status == "failed":
+                report.stopped_early = len(report.outcomes) + len(waiting) < len(groups)
+                break
+        flush()
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
+
+
 def _stage(
-    con, writer: ModuleWriter, files: ModuleFiles, result: _Parsed, labels, known: set[str]
+    writer: ModuleBuffer, files: ModuleFiles, result: _Parsed, known: set[str]
 ) -> ModuleOutcome:
     """Queue a parsed module for the next batch (or record why it is not loaded)."""
     if result.status == "failed":
@@ -382,7 +418,7 @@ def _stage(
             writer.add_labels(module_id)
         return ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
     assert result.module_row is not None and result.tables is not None
-    writer.add(dict(result.module_row, run_id=writer.run_id), result.tables, result.warnings)
+    writer.add(result.module_row, result.tables, result.warnings)
     known.add(result.content_hash)
     return ModuleOutcome(
         files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read

@@ -9,7 +9,6 @@ or a failed write never leaves part of a module behind.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
@@ -63,32 +62,36 @@ def _diagnostic_rows(
     ]
 
 
-@dataclass
-class ModuleWriter:
-    """Buffers whole modules and commits them together.
+class ModuleBuffer:
+    """Whole parsed modules waiting to be written, and the sink-independent bookkeeping.
 
-    `flush()` writes everything buffered in one transaction; on any write
-    error it rolls back and raises WarehouseError, leaving the warehouse as
-    it was before the batch.
+    The ingest loop (`run_batches`) drives any subclass: the warehouse's
+    ModuleWriter and the Parquet export's PartWriter implement `flush`.
     """
 
-    con: duckdb.DuckDBPyConnection
-    run_id: int
-    labels: list[tuple[str, str]]
-    max_modules: int = 256
-    max_rows: int = 2_000_000
-    #: The run's row in `runs`, written with the first batch: a run that
-    #: writes nothing (killed, disk full, nothing new) leaves no trace.
-    run_row: dict | None = None
-    _modules: list[dict] = field(default_factory=list)
-    _present_labels: list[int] = field(default_factory=list)
-    _tables: dict[str, list[pa.Table]] = field(default_factory=dict)
-    _diagnostics: list[dict] = field(default_factory=list)
-    _rows: int = 0
+    def __init__(
+        self,
+        run_id: int,
+        labels: list[tuple[str, str]],
+        max_modules: int = 256,
+        max_rows: int = 2_000_000,
+    ) -> None:
+        self.run_id = run_id
+        self.labels = labels
+        self.max_modules = max_modules
+        self.max_rows = max_rows
+        self._clear()
+
+    def _clear(self) -> None:
+        self._modules: list[dict] = []
+        self._tables: dict[str, list[pa.Table]] = {}
+        self._diagnostics: list[dict] = []
+        self._present_labels: list[int] = []
+        self._rows = 0
 
     def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> None:
         counts = {name: data.num_rows for name, data in tables.items()}
-        self._modules.append(dict(module_row, row_counts=counts))
+        self._modules.append(dict(module_row, run_id=self.run_id, row_counts=counts))
         for name, data in tables.items():
             if data.num_rows:
                 self._tables.setdefault(name, []).append(data)
@@ -101,7 +104,7 @@ class ModuleWriter:
         self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
 
     def add_labels(self, module_id: int) -> None:
-        """Give this run's labels to a module already in the warehouse (if it lacks them)."""
+        """Give this run's labels to a module the sink already holds (if it lacks them)."""
         if self.labels:
             self._present_labels.append(module_id)
 
@@ -113,18 +116,52 @@ class ModuleWriter:
     def pending(self) -> int:
         return len(self._modules)
 
-    def flush(self) -> int:
-        """Commit the buffered modules; returns how many were written."""
-        if not (self._modules or self._diagnostics or self._present_labels):
-            return 0
-        modules = pa.Table.from_pylist(
-            self._modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
-        )
-        label_rows = [
+    @property
+    def empty(self) -> bool:
+        return not (self._modules or self._diagnostics or self._present_labels)
+
+    def new_label_rows(self) -> list[dict]:
+        """Label rows of the modules in this batch."""
+        return [
             {"module_id": m["module_id"], "key": k, "value": v}
             for m in self._modules
             for k, v in self.labels
         ]
+
+    def flush(self) -> int:
+        """Write everything buffered, whole; returns how many modules were written."""
+        raise NotImplementedError
+
+
+class ModuleWriter(ModuleBuffer):
+    """Commits buffered modules to the warehouse, one transaction per batch.
+
+    On any write error it rolls back and raises WarehouseError, leaving the
+    warehouse as it was before the batch.
+    """
+
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        run_id: int,
+        labels: list[tuple[str, str]],
+        max_modules: int = 256,
+        max_rows: int = 2_000_000,
+        run_row: dict | None = None,
+    ) -> None:
+        super().__init__(run_id, labels, max_modules, max_rows)
+        self.con = con
+        #: The run's row in `runs`, written with the first batch: a run that
+        #: writes nothing (killed, disk full, nothing new) leaves no trace.
+        self.run_row = run_row
+
+    def flush(self) -> int:
+        if self.empty:
+            return 0
+        modules = pa.Table.from_pylist(
+            self._modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
+        )
+        label_rows = self.new_label_rows()
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
@@ -164,8 +201,8 @@ class ModuleWriter:
                 "Nothing of them was written; modules committed before are intact."
             ) from None
         written = len(self._modules)
-        self._modules, self._tables, self._diagnostics, self._rows = [], {}, [], 0
-        self._present_labels, self.run_row = [], None
+        self._clear()
+        self.run_row = None
         return written
 
 
