@@ -59,7 +59,7 @@ def main() -> None:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Parser processes (default: all cores).",
+    help="Parser processes (default: all cores, or one for less than 32 MiB of dumps).",
 )
 @click.option(
     "--wait",

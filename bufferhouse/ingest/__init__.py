@@ -7,6 +7,7 @@ hash is already in the warehouse is not parsed again.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import re
@@ -335,6 +336,20 @@ def ingest_paths(
         con.close()
 
 
+#: Below this many bytes of dump files, the default is one process (see run_batches).
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+
+
+def _input_bytes(groups: list[ModuleFiles]) -> int:
+    total = 0
+    for g in groups:
+        for _, path in g.dump_files():
+            with contextlib.suppress(OSError):
+                size = os.path.getsize(path)
+                total += size * 8 if path.endswith(".gz") else size  # gz: about 8x text
+    return total
+
+
 def run_record(run_id: int, roots: list[str], labels: list[tuple[str, str]]) -> dict:
     """The `runs` row of an ingest: when, from where, with which labels, by what."""
     return {
@@ -364,7 +379,11 @@ def run_batches(
     `known` are not parsed again (only labelled), every outcome lands in
     `report`, and a loaded module is reported once its batch is written.
     """
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(groups) or 1))
+    if jobs is None:
+        # Worker processes take about a second to start (imports); below a few
+        # dozen MB of dumps one process finishes sooner.
+        jobs = 1 if _input_bytes(groups) < PARALLEL_MIN_BYTES else os.cpu_count() or 1
+    jobs = max(1, min(jobs, len(groups) or 1))
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, _Parsed]] = (
             (g, parse_files(g, known, max_bytes)) for g in groups
