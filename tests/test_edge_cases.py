@@ -171,3 +171,30 @@ def test_live_range_not_available(edge_db):
     assert "live_range_unavailable" in m["sections"]
     assert m["schedule_length"] is None
     assert m["heap_peak_bytes"] == 16
+
+
+def test_stdout_log_members_parse_like_files(edge_db):
+    """`--xla_dump_to=-` logs: the files between `*** Begin/End NAME ***` lines load
+    exactly as the same files on disk (format.md §1.2, §11.17)."""
+    from bufferhouse.ingest import discover
+    from bufferhouse.ingest.parse import parse_module
+    from tests.conftest import SAMPLES
+
+    log = EDGE / "stdout_log_2026.log"
+    groups = {g.stem: g for g in discover([log])}
+    assert set(groups) == {
+        "module_0001.jit_f.cpu_after_optimizations",
+        "module_0042.jit_step.sm_9.0_gpu_after_optimizations",
+    }
+    gpu = groups["module_0042.jit_step.sm_9.0_gpu_after_optimizations"]
+    on_disk = next(g for g in discover([EDGE / "gpu_split_2026"]) if g.stem == gpu.stem)
+    from_log = parse_module(gpu.dump_files(), gpu.hlo)
+    from_files = parse_module(on_disk.dump_files(), on_disk.hlo)
+    assert from_log.rows == from_files.rows and "hlo" in from_log.sections
+    cpu = groups["module_0001.jit_f.cpu_after_optimizations"]
+    sample = parse_module([("buffer_assignment", str(SAMPLES / "000_3ae9b34c349c690e.txt"))])
+    assert parse_module(cpu.dump_files()).rows == sample.rows
+    # In a tree, the log's copy of module_0042 is the same content: loaded once.
+    stems = [r[0] for r in edge_db.execute("SELECT file_stem FROM modules").fetchall()]
+    assert stems.count("module_0042.jit_step.sm_9.0_gpu_after_optimizations") == 1
+    assert "module_0001.jit_f.cpu_after_optimizations" in stems

@@ -29,7 +29,7 @@ from bufferhouse.errors import BufferhouseError, DumpError, WarehouseError
 from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
 from bufferhouse.ingest.load import ModuleBuffer, ModuleWriter, module_tables
 from bufferhouse.ingest.parse import ParsedModule, parse_module
-from bufferhouse.ingest.reader import content_digest, read_lines
+from bufferhouse.ingest.reader import content_digest, file_name, read_lines
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 
@@ -119,7 +119,7 @@ def parse_files(
     dump_files = files.dump_files()
     try:
         digest, nbytes = content_digest(
-            [p for _, p in dump_files], [os.path.basename(p) for _, p in dump_files], max_bytes
+            [p for _, p in dump_files], [file_name(p) for _, p in dump_files], max_bytes
         )
     except DumpError as exc:
         return _Parsed("failed", error=exc)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
+from bufferhouse.ingest.reader import log_members
 
 #: File-name suffix (without .gz) -> role of the file in its module.
 SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -72,6 +73,16 @@ def _looks_like_buffer_assignment(path: str) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \r\n").startswith(_MAGIC)
 
 
+def _looks_like_log(path: str) -> bool:
+    """A log of `--xla_dump_to=-` output: files wrapped in `*** Begin NAME ***` lines."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return head.startswith(b"*** Begin ") or b"\n*** Begin " in head
+
+
 def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
     """All files under root, following directory links once (symlink loops end)."""
     try:
@@ -123,6 +134,7 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             missing.append(mf)
 
     hlo_names: dict[str, set[str]] = {}
+    log_hlo: dict[tuple[str, str], str] = {}  # (log, stem) -> member path of its HLO
     seen_files: set[str] = set()
     for path, explicit in candidates:
         real = os.path.realpath(path)
@@ -135,9 +147,12 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             base = name[:-3] if name.endswith(".gz") else name
             if base.endswith(".txt"):
                 hlo_names.setdefault(directory, set()).add(name)
-            if not (explicit or base.endswith(".txt")):
+            if not (explicit or base.endswith((".txt", ".log"))):
                 continue
             if not _looks_like_buffer_assignment(path):
+                if not path.endswith(".gz") and _looks_like_log(path):
+                    _add_log_members(path, groups, log_hlo)
+                    continue
                 if explicit:
                     mf = ModuleFiles(directory, base)
                     mf.problems.append(
@@ -168,6 +183,8 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
         setattr(mf, role, path)
 
     for (directory, stem), mf in groups.items():
+        if (directory, stem) in log_hlo:
+            mf.hlo = log_hlo[(directory, stem)]
         for candidate in (stem + ".txt", stem + ".txt.gz"):
             path = os.path.join(directory, candidate)
             listed = candidate in hlo_names.get(directory, ())
@@ -182,6 +199,26 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             )
     ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
     return missing + ordered
+
+
+def _add_log_members(
+    log: str, groups: dict[tuple[str, str], ModuleFiles], log_hlo: dict[tuple[str, str], str]
+) -> None:
+    """Group the dump files found inside a stdout log like files in a directory."""
+    for name, member in log_members(log):
+        role_stem = _role_of(name)
+        if role_stem is None:
+            if name.endswith(".txt"):
+                log_hlo[(log, name[: -len(".txt")])] = member
+            continue
+        role, stem = role_stem
+        mf = groups.setdefault((log, stem), ModuleFiles(log, stem))
+        if getattr(mf, role) is None:
+            setattr(mf, role, member)
+        else:
+            mf.problems.append(
+                DumpError(log, 0, f"{name} appears twice in this log; using the first")
+            )
 
 
 def text_path(path: str) -> str:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
+import os
 import zlib
 from collections.abc import Iterator
 
@@ -16,10 +18,71 @@ from bufferhouse.errors import DumpError
 CHUNK = 1 << 20
 
 
+#: A file inside a log of `--xla_dump_to=-` output: LOG::OFFSET::LENGTH::NAME.
+MEMBER_SEP = "::"
+
+
+def member_path(log: str, offset: int, length: int, name: str) -> str:
+    return MEMBER_SEP.join((log, str(offset), str(length), name))
+
+
+def split_member(path: str) -> tuple[str, int, int, str] | None:
+    """(log, offset, length, name) when `path` names a file inside a stdout log."""
+    parts = path.rsplit(MEMBER_SEP, 3)
+    if len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
+        return parts[0], int(parts[1]), int(parts[2]), parts[3]
+    return None
+
+
+def file_name(path: str) -> str:
+    """The dump file's own name (for a log member, the name XLA gave it)."""
+    member = split_member(path)
+    return member[3] if member else os.path.basename(path)
+
+
 def _open(path: str):
+    member = split_member(path)
+    if member is not None and not os.path.exists(path):
+        log, offset, length, _ = member
+        with _open(log) as f:
+            f.seek(offset)
+            return io.BytesIO(f.read(length))
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
+
+
+_BEGIN = b"*** Begin "
+_MARK_END = b" ***"
+
+
+def log_members(path: str) -> list[tuple[str, str]]:
+    """(name, member path) of every file in a log of `--xla_dump_to=-` output.
+
+    XLA wraps each file as `*** Begin NAME ***`, the contents, then
+    `*** End NAME ***` (dump.cc); other lines of the log are ignored.
+    """
+    members = []
+    offset = 0
+    current: tuple[str, int] | None = None
+    with _open(path) as f:
+        for raw in f:
+            line = raw.rstrip(b"\r\n")
+            if line.startswith(_BEGIN) and line.endswith(_MARK_END) and current is None:
+                name = line[len(_BEGIN) : -len(_MARK_END)].decode("utf-8", "replace")
+                current = (name, offset + len(raw))
+            elif current is not None and line == b"*** End " + current[0].encode() + _MARK_END:
+                name, start = current
+                length = max(offset - start - 1, 0)  # XLA adds one newline before the End line
+                members.append(
+                    (
+                        os.path.basename(name),
+                        member_path(path, start, length, os.path.basename(name)),
+                    )
+                )
+                current = None
+            offset += len(raw)
+    return members
 
 
 def content_digest(paths: list[str], names: list[str], max_bytes: int | None) -> tuple[str, int]:
