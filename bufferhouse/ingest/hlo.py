@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bufferhouse.ingest.shapes import ShapeSyntaxError, parse_shape_at
+from bufferhouse.ingest.shapes import ShapeSyntaxError, TextSyntaxError, parse_shape_at
 
 __all__ = [
     "Instruction",
@@ -23,14 +23,8 @@ __all__ = [
 ]
 
 
-class InstructionSyntaxError(ValueError):
+class InstructionSyntaxError(TextSyntaxError):
     """Instruction text that does not follow the grammar; ``pos`` is a 0-based offset."""
-
-    def __init__(self, expected: str, text: str, pos: int) -> None:
-        self.text = text
-        self.pos = pos
-        snippet = text[max(0, pos - 30) : pos + 30]
-        super().__init__(f"expected {expected} at offset {pos}: ...{snippet!r}...")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 __all__ = [
     "Shape",
     "ShapeSyntaxError",
+    "TextSyntaxError",
     "byte_size",
     "element_bytes",
     "format_without_layout",
@@ -25,14 +26,18 @@ __all__ = [
 ]
 
 
-class ShapeSyntaxError(ValueError):
-    """Shape text that does not follow the grammar; ``pos`` is a 0-based offset into ``text``."""
+class TextSyntaxError(ValueError):
+    """Text that does not follow a grammar; ``pos`` is a 0-based offset into ``text``."""
 
     def __init__(self, expected: str, text: str, pos: int) -> None:
         self.text = text
         self.pos = pos
         snippet = text[max(0, pos - 30) : pos + 30]
         super().__init__(f"expected {expected} at offset {pos}: ...{snippet!r}...")
+
+
+class ShapeSyntaxError(TextSyntaxError):
+    """Shape text that does not follow the shape grammar."""
 
 
 @dataclass(frozen=True, slots=True)
