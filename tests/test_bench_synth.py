@@ -19,7 +19,7 @@ import bufferhouse
 from bench import synth
 from bufferhouse.ingest import shapes
 from tests.conftest import SAMPLES
-from tests.test_ingest_oracles import _recomputed_peak
+from tests.test_ingest_oracles import _recomputed_peak, peak_list_problems
 
 FORMATS = ("combined", "stacktrace", "split")
 
@@ -149,26 +149,7 @@ def test_renumbered_parameters_and_stack_frames(synth_db):
 
 def test_peak_list_is_the_live_set_at_the_peak(synth_db):
     with _con(synth_db) as con:
-        mismatches = con.execute(
-            """
-            WITH live AS (
-              SELECT lr.module_id, lr.instruction, lr.shape_index
-              FROM live_ranges lr JOIN modules m USING (module_id)
-              WHERE m.logical_peak_time BETWEEN lr.start_time AND lr.end_time),
-            printed AS (SELECT module_id, instruction, shape_index FROM peak_values)
-            SELECT count(*) FROM (
-              (SELECT * FROM live EXCEPT SELECT * FROM printed)
-              UNION ALL
-              (SELECT * FROM printed EXCEPT SELECT * FROM live))
-            """
-        ).fetchone()[0]
-        wrong_bytes = con.execute(
-            """
-            SELECT count(*) FROM peak_values p JOIN hlo_values v
-              ON v.module_id = p.module_id AND v.value_id = p.value_id
-            WHERE p.bytes <> v.logical_bytes
-            """
-        ).fetchone()[0]
+        mismatches, wrong_bytes = peak_list_problems(con)
         printed = con.execute(
             """
             SELECT module_id, list(struct_pack(i := ordinal, n := instruction,

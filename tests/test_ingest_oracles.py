@@ -132,33 +132,40 @@ def test_usage_report_totals(fleet_db):
 def test_peak_list_is_exactly_the_values_live_at_peak(fleet_db):
     """I33/I34: printed peak list == live ranges covering T, bytes == logical size."""
     with _con(fleet_db) as con:
-        mismatches = con.execute(
-            """
-            WITH live AS (
-              SELECT lr.module_id, lr.instruction, lr.shape_index
-              FROM live_ranges lr JOIN modules m USING (module_id)
-              WHERE m.logical_peak_time BETWEEN lr.start_time AND lr.end_time),
-            printed AS (
-              SELECT module_id, instruction, shape_index FROM peak_values)
-            SELECT count(*) FROM (
-              (SELECT * FROM live EXCEPT SELECT * FROM printed)
-              UNION ALL
-              (SELECT * FROM printed EXCEPT SELECT * FROM live))
-            """
-        ).fetchone()[0]
-        wrong_bytes = con.execute(
-            """
-            SELECT count(*) FROM peak_values p JOIN hlo_values v
-              ON v.module_id = p.module_id AND v.value_id = p.value_id
-            WHERE p.bytes <> v.logical_bytes
-            """
-        ).fetchone()[0]
+        mismatches, wrong_bytes = peak_list_problems(con)
         unresolved = con.execute(
             "SELECT count(*) FROM peak_values WHERE value_id IS NULL"
         ).fetchone()[0]
     assert mismatches == 0
     assert wrong_bytes == 0
     assert unresolved == 0
+
+
+def peak_list_problems(con: duckdb.DuckDBPyConnection) -> tuple[int, int]:
+    """(entries of the printed peak list that differ from the live ranges covering
+    the peak time, either way; entries whose bytes are not the value's logical size)."""
+    mismatches = con.execute(
+        """
+        WITH live AS (
+          SELECT lr.module_id, lr.instruction, lr.shape_index
+          FROM live_ranges lr JOIN modules m USING (module_id)
+          WHERE m.logical_peak_time BETWEEN lr.start_time AND lr.end_time),
+        printed AS (
+          SELECT module_id, instruction, shape_index FROM peak_values)
+        SELECT count(*) FROM (
+          (SELECT * FROM live EXCEPT SELECT * FROM printed)
+          UNION ALL
+          (SELECT * FROM printed EXCEPT SELECT * FROM live))
+        """
+    ).fetchone()[0]
+    wrong_bytes = con.execute(
+        """
+        SELECT count(*) FROM peak_values p JOIN hlo_values v
+          ON v.module_id = p.module_id AND v.value_id = p.value_id
+        WHERE p.bytes <> v.logical_bytes
+        """
+    ).fetchone()[0]
+    return mismatches, wrong_bytes
 
 
 def _recomputed_peak(events: list[tuple[int, int, int]]) -> tuple[int, int]:
