@@ -43,7 +43,7 @@ def test_crlf_parses_like_lf(edge_db):
 
     crlf = parse_module([("buffer_assignment", str(EDGE / "crlf-buffer-assignment.txt"))])
     lf = parse_module([("buffer_assignment", str(SAMPLES / "000_3ae9b34c349c690e.txt"))])
-    assert crlf.rows == lf.rows and crlf.facts == lf.facts
+    assert crlf.rows() == lf.rows() and crlf.facts == lf.facts
     assert _module(edge_db, "crlf")["total_bytes"] == 40
 
 
@@ -190,10 +190,10 @@ def test_stdout_log_members_parse_like_files(edge_db):
     on_disk = next(g for g in discover([EDGE / "gpu_split_2026"]) if g.stem == gpu.stem)
     from_log = parse_module(gpu.dump_files(), gpu.hlo)
     from_files = parse_module(on_disk.dump_files(), on_disk.hlo)
-    assert from_log.rows == from_files.rows and "hlo" in from_log.sections
+    assert from_log.rows() == from_files.rows() and "hlo" in from_log.sections
     cpu = groups["module_0001.jit_f.cpu_after_optimizations"]
     sample = parse_module([("buffer_assignment", str(SAMPLES / "000_3ae9b34c349c690e.txt"))])
-    assert parse_module(cpu.dump_files()).rows == sample.rows
+    assert parse_module(cpu.dump_files()).rows() == sample.rows()
     # In a tree, the log's copy of module_0042 is the same content: loaded once.
     stems = [r[0] for r in edge_db.execute("SELECT file_stem FROM modules").fetchall()]
     assert stems.count("module_0042.jit_step.sm_9.0_gpu_after_optimizations") == 1

@@ -1,5 +1,7 @@
-"""The accelerated parser (multi-line regex runs) and the per-line state machine
-must agree exactly: same rows, same facts, same warnings, same errors."""
+"""The scanners must agree exactly: the per-line state machine (the reference),
+the same machine on multi-line regex runs, and the vectorized scanner (forced
+on every module it can read, whatever its size). Same rows, same facts, same
+warnings, same errors."""
 
 from __future__ import annotations
 
@@ -12,19 +14,27 @@ from hypothesis import strategies as st
 from bufferhouse.errors import DumpError
 from bufferhouse.ingest import discover
 from bufferhouse.ingest.discover import ModuleFiles
+from bufferhouse.ingest import vector
 from bufferhouse.ingest.parse import parse_module
 from tests.conftest import DATA, SAMPLES
 
 GROUPS = [g for g in discover([DATA]) if g.buffer_assignment and not g.problems]
 
 
-def _outcome(files, accelerate: bool):
+PATHS = {
+    "lines": {"accelerate": False},
+    "blocks": {"vector_min_bytes": 1 << 62},
+    "vector": {"vector_min_bytes": 0},
+}
+
+
+def _outcome(files, path: str):
     try:
-        parsed = parse_module(files.dump_files(), files.hlo, accelerate=accelerate)
+        parsed = parse_module(files.dump_files(), files.hlo, **PATHS[path])
     except DumpError as exc:
         return ("error", type(exc).__name__, exc.path, exc.line, exc.message)
     warnings = [(w.path, w.line, w.message) for w in parsed.warnings]
-    return ("ok", parsed.rows, parsed.facts, parsed.sections, sorted(parsed.features), warnings)
+    return ("ok", parsed.rows(), parsed.facts, parsed.sections, sorted(parsed.features), warnings)
 
 
 def test_there_are_many_fixtures():
@@ -33,7 +43,15 @@ def test_there_are_many_fixtures():
 
 @pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
 def test_fast_and_slow_paths_agree(files):
-    assert _outcome(files, True) == _outcome(files, False)
+    reference = _outcome(files, "lines")
+    assert _outcome(files, "blocks") == reference
+    assert _outcome(files, "vector") == reference
+
+
+def test_the_vectorized_scanner_reads_most_fixtures():
+    """It must not quietly hand everything to the reference."""
+    read = [g for g in GROUPS if vector.scan(g.dump_files()) is not None]
+    assert len(read) > 150
 
 
 SAMPLE_LINES = [p.read_text().split("\n") for p in sorted(SAMPLES.glob("*.txt"))]
@@ -66,4 +84,6 @@ def test_paths_agree_on_mutated_dumps(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("mut") / "m-buffer-assignment.txt"
     path.write_text(text)
     files = ModuleFiles(str(path.parent), "m", buffer_assignment=str(path))
-    assert _outcome(files, True) == _outcome(files, False)
+    reference = _outcome(files, "lines")
+    assert _outcome(files, "blocks") == reference
+    assert _outcome(files, "vector") == reference

@@ -19,18 +19,14 @@ from bufferhouse.ingest.parse import ParsedModule
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema, quote_identifier
 
 
-def to_arrow(table_name: str, module_id: int, rows: list[tuple]) -> pa.Table:
-    """Rows of one module (without module_id) as an Arrow table of the declared schema."""
-    schema = arrow_schema(TABLES_BY_NAME[table_name])
-    columns = list(zip(*rows)) if rows else [() for _ in range(len(schema) - 1)]
-    arrays = [pa.array([module_id] * len(rows), pa.int64())]
-    for column_field, column in zip(list(schema)[1:], columns):
-        arrays.append(pa.array(column, column_field.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
 def module_tables(module_id: int, parsed: ParsedModule) -> dict[str, pa.Table]:
-    return {t.name: to_arrow(t.name, module_id, parsed.rows.get(t.name, [])) for t in MODULE_TABLES}
+    """The parsed tables with their module_id column in front, as the warehouse declares them."""
+    out = {}
+    for t in MODULE_TABLES:
+        data = parsed.tables[t.name]
+        ids = pa.repeat(pa.scalar(module_id, pa.int64()), data.num_rows)
+        out[t.name] = pa.Table.from_arrays([ids, *data.columns], schema=arrow_schema(t))
+    return out
 
 
 def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table) -> None:

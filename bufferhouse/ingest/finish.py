@@ -1,0 +1,621 @@
+"""Cross-check a scanned module and derive the warehouse tables from it.
+
+Checks here are the invariants that XLA's printer guarantees across sections
+(every placed value has a Used values block, the schedule is complete, the
+peak list matches the live ranges...): a break means a cut or edited file and
+raises ParseError with file and line. Work is done on whole Arrow columns;
+Python loops run only over what is small (allocations, distinct shapes,
+distinct instructions, the peak list) or inherently sequential (the heap sweep).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bufferhouse.errors import DumpError, ParseError
+from bufferhouse.ingest import hlo, shapes
+from bufferhouse.ingest.model import ERA_FEATURES, ParsedModule, Scanned, category, is_temp
+from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
+
+
+def _schema(table: str) -> pa.Schema:
+    """The warehouse table's Arrow schema without its module_id column (the loader adds it)."""
+    schema = arrow_schema(TABLES_BY_NAME[table])
+    return schema.remove(schema.get_field_index("module_id"))
+
+
+SCHEMAS = {
+    name: _schema(name)
+    for name in (
+        "allocations",
+        "hlo_values",
+        "assignments",
+        "positions",
+        "uses",
+        "instructions",
+        "sequence",
+        "live_ranges",
+        "peak_values",
+        "stack_trace",
+        "usage_report",
+        "heap_peaks",
+    )
+}
+
+
+def _table(name: str, columns: dict[str, object]) -> pa.Table:
+    """Build a table of the declared schema from arrays or Python lists, column by column."""
+    schema = SCHEMAS[name]
+    arrays = []
+    for f in schema:
+        col = columns[f.name]
+        if isinstance(col, (pa.Array, pa.ChunkedArray)):
+            arrays.append(col if col.type == f.type else _cast(col, f.type))
+        else:
+            arrays.append(pa.array(col, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _cast(col: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """Cast to the column's type; a number that does not fit raises OverflowError naming it,
+    as building the array from Python ints would (the ingest names the line that prints it)."""
+    try:
+        return col.cast(type_)
+    except pa.ArrowInvalid:
+        info = np.iinfo(type_.to_pandas_dtype())
+        numbers = col.to_numpy() if isinstance(col, pa.Array) else col.combine_chunks().to_numpy()
+        bad = numbers[(numbers < info.min) | (numbers > info.max)]
+        if not len(bad):
+            raise
+        raise OverflowError(f"Value {int(bad[0])} too large to fit in C integer type") from None
+
+
+def _rows_table(name: str, rows: list[tuple]) -> pa.Table:
+    schema = SCHEMAS[name]
+    columns = list(zip(*rows)) if rows else [() for _ in schema]
+    return pa.Table.from_arrays(
+        [pa.array(c, f.type) for f, c in zip(schema, columns)], schema=schema
+    )
+
+
+def _first(mask: pa.Array) -> int | None:
+    """Index of the first true element, None when there is none."""
+    found = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    return int(found[0]) if len(found) else None
+
+
+def _last_by_key(table: pa.Table, keys: list[str], columns: list[str]) -> pa.Table:
+    """For each distinct key, the columns of its last row in table order."""
+    indexed = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    last = indexed.group_by(keys, use_threads=False).aggregate([("_row", "max")])
+    return pa.Table.from_arrays(
+        [last[k] for k in keys] + [pc.take(table[c], last["_row_max"]) for c in columns],
+        names=keys + columns,
+    )
+
+
+def _lookup(
+    table: pa.Table, keys: list[str], targets: pa.Table, column: str
+) -> pa.ChunkedArray | pa.Array:
+    """`column` of `targets` matched on `keys` for each row of `table`, in table order (null if none).
+
+    `targets` must have one row per key.
+    """
+    if table.num_rows == 0:
+        return pa.array([], targets.schema.field(column).type)
+    left = table.select(keys).append_column(
+        "_row", pa.array(np.arange(table.num_rows, dtype=np.int64))
+    )
+    joined = left.join(targets.select([*keys, column]), keys=keys, join_type="left outer")
+    joined = joined.sort_by("_row")
+    return joined[column]
+
+
+def finish(
+    s: Scanned,
+    files: list[tuple[str, str]],
+    hlo_path: str | None,
+    read: Callable[[str], Iterable[tuple[int, str]]],
+) -> ParsedModule:
+    ba_path = s.ba_path
+    out = ParsedModule()
+    if "allocations" not in s.sections:
+        raise ParseError(ba_path, 0, "no 'BufferAssignment:' section found")
+    if not s.allocs:
+        raise ParseError(
+            ba_path, s.ends.get(ba_path, 0), "no allocation after 'BufferAssignment:' (truncated?)"
+        )
+    lr_path = s.lr_path or ba_path
+    # Invariants that XLA's printer guarantees; a break means a cut or edited file.
+    alloc_sum = sum(a.size for a in s.allocs.values())
+    if s.total is not None and s.total != alloc_sum:
+        path, line = s.total_line or (ba_path, 0)
+        raise ParseError(
+            path,
+            line,
+            f"'Total bytes used: {s.total}' but the allocations add up to {alloc_sum} "
+            "(allocations missing or file edited?)",
+        )
+    used_path = s.used_path or ba_path
+    values, used = s.values, s.used
+    if used.num_rows:
+        missing = pc.invert(pc.is_in(values["value_id"], value_set=used["value_id"]))
+        first = _first(missing)
+        if first is not None:
+            raise ParseError(
+                used_path,
+                0,
+                f"{pc.sum(missing).as_py()} placed values have no Used values block "
+                f"(first: value {values['value_id'][first].as_py()}); file truncated?",
+            )
+        if "from_instruction" in s.features:
+            first = _first(pc.is_null(used["text"]))
+            if first is not None:
+                raise ParseError(
+                    used_path,
+                    used["line"][first].as_py(),
+                    f"used value {used['value_id'][first].as_py()} has no ' from instruction:' line",
+                )
+    split = "split" in s.features
+    if not split and s.total is not None and "used_values" not in s.sections:
+        raise ParseError(
+            ba_path, 0, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
+        )
+    if "used_values" not in s.sections:
+        where = s.total_line[0] if s.total_line else ba_path
+        raise ParseError(
+            where,
+            s.ends.get(where, 0),
+            "no 'Used values:' section: the file ends in the BufferAssignment section "
+            "(truncated?), or the -buffer-assignment-values.txt of a split (2026-04+) dump "
+            "is missing",
+        )
+    if not split and "from_instruction" in s.features and "live_range" not in s.sections:
+        raise ParseError(ba_path, 0, "no HloLiveRange section after Used values (truncated?)")
+    if s.schedule_length is not None and len(s.sequence) != s.schedule_length:
+        raise ParseError(
+            lr_path,
+            0,
+            f"InstructionSequence has {len(s.sequence)} steps but 'HloLiveRange (max {s.schedule_length})' "
+            "(file truncated?)",
+        )
+
+    # Live ranges name values by (instruction, index); a later entry of the same key wins.
+    key = ["instruction", "shape_index"]
+    value_keys = _last_by_key(values, key, ["value_id"])
+    live = s.live
+    live_vid = _lookup(live, key, value_keys, "value_id")
+    live_last = _last_by_key(live, key, ["start_time", "end_time"])
+    live_rows = {
+        "value_id": live_vid,
+        "instruction": live["instruction"],
+        "shape_index": live["shape_index"],
+        "start_time": live["start_time"],
+        "end_time": live["end_time"],
+    }
+
+    peak_rows = _peak_rows(s, lr_path, value_keys, live_last)
+    if s.trace and s.trace[-1][5] != 0:
+        raise ParseError(
+            lr_path,
+            s.ends.get(lr_path, 0),
+            "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)",
+        )
+
+    instr_table = _instructions(s, out, used_path, hlo_path, read)
+
+    # Allocation rows.
+    alloc_rows = []
+    for idx in s.alloc_order:
+        a = s.allocs[idx]
+        f = a.flags
+        alloc_rows.append(
+            (
+                a.index,
+                a.size,
+                a.color,
+                f.get("parameter_number"),
+                f.get("parameter_shape"),
+                f.get("parameter_shape_index"),
+                f.get("output_shape"),
+                "parameter_number" in f,
+                bool(f.get("constant")),
+                bool(f.get("thread-local")),
+                bool(f.get("maybe-live-out")),
+                bool(f.get("preallocated-temp")),
+                category(a),
+                f.get("address"),
+                a.line,
+            )
+        )
+        if f.get("preallocated-temp") and not is_temp(a):
+            raise ParseError(
+                ba_path,
+                a.line,
+                "'preallocated-temp' together with parameter/output/constant/thread-local",
+            )
+    if s.alloc_order != list(range(len(s.alloc_order))):
+        out.warnings.append(
+            DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order")
+        )
+
+    by_id = values.take(pc.sort_indices(values["value_id"]))
+    value_table = _value_table(by_id, ba_path)
+    assign_table = _table(
+        "assignments",
+        {
+            "value_id": by_id["value_id"],
+            "allocation_index": by_id["allocation"],
+            "byte_offset": by_id["byte_offset"],
+            "size": by_id["size"],
+            "reused_cross_color": by_id["cross_color"],
+        },
+    )
+
+    heap_rows, alloc_live = _heap_peaks(s, value_keys, live_last)
+    alloc_rows = [(*row, alloc_live.get(row[0])) for row in alloc_rows]
+    out.tables = {
+        "allocations": _rows_table("allocations", alloc_rows),
+        "hlo_values": value_table,
+        "assignments": assign_table,
+        "positions": _table("positions", {c: s.positions[c] for c in s.positions.column_names}),
+        "uses": _table("uses", {c: s.uses[c] for c in s.uses.column_names}),
+        "instructions": instr_table,
+        "sequence": _table(
+            "sequence",
+            {
+                "time": pa.array(np.arange(len(s.sequence), dtype=np.int64)),
+                "instruction": s.sequence,
+            },
+        ),
+        "live_ranges": _table("live_ranges", live_rows),
+        "peak_values": _rows_table("peak_values", peak_rows),
+        "stack_trace": _rows_table(
+            "stack_trace",
+            [
+                (i, depth, None if parent < 0 else parent, name, pct, total, current, remaining)
+                for i, (depth, name, pct, total, current, remaining, parent) in enumerate(s.trace)
+            ],
+        ),
+        "usage_report": _rows_table("usage_report", list(s.report)),
+        "heap_peaks": _rows_table("heap_peaks", heap_rows),
+    }
+    out.sections = s.sections
+    out.features = s.features
+    out.warnings.extend(s.warnings)
+    logical_peak = None
+    if s.peak:
+        last_cum = s.peak[-1][3]
+        logical_peak = last_cum if last_cum is not None else sum(r[2] for r in s.peak)
+    elif s.peak_time is not None:
+        logical_peak = 0
+    heap0 = next((r[5] for r in heap_rows if r[0] == 0), None)
+    out.facts = {
+        "total_bytes": s.total,
+        "allocation_count": len(s.allocs),
+        "value_count": values.num_rows,
+        "schedule_length": s.schedule_length,
+        "logical_peak_time": s.peak_time,
+        "logical_peak_bytes": logical_peak,
+        "heap_peak_bytes": heap0,
+        "format_era": max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
+        "layout": "split" if "split" in s.features else "combined",
+        "tiled": value_table["tiles"].null_count < value_table.num_rows,
+        "has_address": any(r[13] is not None for r in alloc_rows),
+    }
+    return out
+
+
+def _keys_of(table: pa.Table, names: set[str]) -> dict[tuple[str, str], tuple]:
+    """Rows of a (instruction, shape_index, ...) table whose instruction is in `names`, as a dict."""
+    if not names:
+        return {}
+    subset = table.filter(pc.is_in(table["instruction"], value_set=pa.array(sorted(names))))
+    cols = [subset[c].to_pylist() for c in subset.column_names]
+    return {(row[0], row[1]): row[2:] for row in zip(*cols)}
+
+
+def _peak_rows(s: Scanned, lr_path: str, value_keys: pa.Table, live_last: pa.Table) -> list[tuple]:
+    """The printed peak list: names must be live values, and the list must be complete."""
+    if not s.peak:
+        if s.peak_time is not None and "peak_index" in s.features:
+            _check_peak_count(s, lr_path, live_last)
+        return []
+    names = {name for name, *_ in s.peak}
+    live_by_key = _keys_of(live_last, names)
+    live_names = {k[0] for k in live_by_key}
+    by_key = _keys_of(value_keys, names)
+    rows = []
+    running = 0
+    for ordinal, (name, index, nbytes, cumulative, line) in enumerate(s.peak):
+        k = (name, index if index is not None else "{}")
+        if index is not None and k not in live_by_key:
+            raise ParseError(
+                lr_path, line, f"peak list names {name}{index}, which has no BufferLiveRange entry"
+            )
+        if index is None and name not in live_names:
+            raise ParseError(
+                lr_path, line, f"peak list names {name}, which has no BufferLiveRange entry"
+            )
+        running += nbytes
+        if cumulative is not None and cumulative != running:
+            raise ParseError(
+                lr_path, line, f"cumulative {cumulative} bytes, but the running sum is {running}"
+            )
+        vid = by_key.get(k)
+        rows.append((ordinal, name, index, vid[0] if vid else None, nbytes, cumulative))
+    if s.peak_time is not None and "peak_index" in s.features:
+        _check_peak_count(s, lr_path, live_last)
+    return rows
+
+
+def _check_peak_count(s: Scanned, lr_path: str, live_last: pa.Table) -> None:
+    t = s.peak_time
+    live_at_peak = (
+        pc.sum(
+            pc.and_(
+                pc.less_equal(live_last["start_time"], t),
+                pc.greater_equal(live_last["end_time"], t),
+            )
+        ).as_py()
+        or 0
+    )
+    if live_at_peak != len(s.peak):
+        raise ParseError(
+            lr_path,
+            s.peak[-1][4] if s.peak else s.ends.get(lr_path, 0),
+            f"peak list at {t} has {len(s.peak)} entries but {live_at_peak} values are live "
+            "then per BufferLiveRange (file truncated?)",
+        )
+
+
+def _instructions(
+    s: Scanned,
+    out: ParsedModule,
+    used_path: str,
+    hlo_path: str | None,
+    read: Callable[[str], Iterable[tuple[int, str]]],
+) -> pa.Table:
+    """One row per distinct defining instruction, from the first text printed for it."""
+    used = s.used.filter(pc.is_valid(s.used["text"]))
+    names = _lookup(used, ["value_id"], s.values.select(["value_id", "instruction"]), "instruction")
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks()
+    codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False)
+    _, first_rows = np.unique(codes, return_index=True)  # first row of each name, in name order
+    first_rows.sort()  # ... in order of first appearance
+    take = pa.array(first_rows, pa.int64())
+    name_list = pc.take(names, take).to_pylist()
+    text_list = pc.take(used["text"], take).to_pylist()
+    line_list = pc.take(used["line"], take).to_pylist()
+
+    parsed: list[hlo.Instruction | None] = []
+    for text, line in zip(text_list, line_list):
+        try:
+            parsed.append(hlo.parse_instruction(text))
+        except hlo.InstructionSyntaxError as exc:
+            parsed.append(None)
+            out.warnings.append(
+                DumpError(used_path, line, f"instruction text not understood: {exc}")
+            )
+    frames: dict[int, hlo.SourceLocation] = {}
+    if hlo_path and any(i is not None and i.stack_frame_id is not None for i in parsed):
+        try:
+            frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
+            if "hlo" not in s.sections:
+                s.sections.append("hlo")
+        except DumpError as exc:
+            out.warnings.append(exc)
+    located = []
+    for ins in parsed:
+        src_file, src_line, src_func = (
+            (None, None, None) if ins is None else (ins.source_file, ins.source_line, None)
+        )
+        if ins is not None and ins.stack_frame_id is not None and src_file is None:
+            loc = frames.get(ins.stack_frame_id)
+            if loc is not None:
+                src_file, src_line, src_func = loc.file, loc.line, loc.function
+        located.append((src_file, src_line, src_func))
+
+    def field(get: Callable[[hlo.Instruction], object]) -> list:
+        return [None if ins is None else get(ins) for ins in parsed]
+
+    columns: dict[str, object] = {
+        "instruction": name_list,
+        "opcode": field(lambda i: i.opcode),
+        "shape": field(lambda i: i.shape),
+        "operands": field(lambda i: list(i.operands)),
+        "parameter_number": field(lambda i: i.parameter_number),
+        "fusion_kind": field(lambda i: i.fusion_kind),
+        "called_computations": field(lambda i: list(i.called)),
+        "custom_call_target": field(lambda i: i.custom_call_target),
+        "op_name": field(lambda i: i.op_name),
+        "op_type": field(lambda i: i.op_type),
+        "source_file": [loc[0] for loc in located],
+        "source_line": [loc[1] for loc in located],
+        "source_function": [loc[2] for loc in located],
+        "stack_frame_id": field(lambda i: i.stack_frame_id),
+        "text": text_list,
+    }
+    return _table("instructions", columns)
+
+
+def _value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
+    """hlo_values rows (sorted by id); each distinct shape string is parsed once."""
+    encoded = pc.dictionary_encode(by_id["shape"].combine_chunks())
+    distinct = encoded.dictionary.to_pylist()
+    codes = encoded.indices
+    per_shape: dict[str, list] = {
+        k: []
+        for k in (
+            "element_type",
+            "dims",
+            "is_dynamic",
+            "minor_to_major",
+            "tiles",
+            "memory_space",
+            "logical_bytes",
+            "is_tuple",
+        )
+    }
+    bad: dict[int, str] = {}
+    for code, text in enumerate(distinct):
+        try:
+            shape = shapes.parse_shape(text)
+        except shapes.ShapeSyntaxError as exc:
+            bad[code] = str(exc)
+            shape = None
+        if shape is None:
+            for col in per_shape.values():
+                col.append(None)
+            continue
+        per_shape["element_type"].append(shape.element_type)
+        per_shape["dims"].append(list(shape.dims) if not shape.is_tuple else None)
+        per_shape["is_dynamic"].append(any(shape.dynamic) if not shape.is_tuple else False)
+        per_shape["minor_to_major"].append(
+            list(shape.minor_to_major) if shape.minor_to_major is not None else None
+        )
+        per_shape["tiles"].append(shape.tiles)
+        per_shape["memory_space"].append(shape.memory_space)
+        per_shape["logical_bytes"].append(shapes.byte_size(shape))
+        per_shape["is_tuple"].append(shape.is_tuple)
+    if bad:
+        mask = pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type))
+        i = _first(mask)
+        assert i is not None
+        raise ParseError(
+            ba_path,
+            by_id["line"][i].as_py(),
+            f"value shape not understood: {bad[codes[i].as_py()]}",
+            by_id["shape"][i].as_py(),
+        )
+    columns: dict[str, object] = {
+        "value_id": by_id["value_id"],
+        "instruction": by_id["instruction"],
+        "shape_index": by_id["shape_index"],
+        "is_phi": by_id["is_phi"],
+        "color": by_id["color"],
+        "shape": by_id["shape"],
+        "line": by_id["line"],
+    }
+    schema = SCHEMAS["hlo_values"]
+    for name, col in per_shape.items():
+        columns[name] = pc.take(pa.array(col, schema.field(name).type), codes)
+    return _table("hlo_values", columns)
+
+
+def _heap_peaks(
+    s: Scanned, value_keys: pa.Table, live_last: pa.Table
+) -> tuple[list[tuple], dict[int, int | None]]:
+    """Per color: indefinite bytes + max temp bytes in use at once.
+
+    Bytes in use in a temp allocation at step t = the measure of the union of
+    the byte ranges [offset, offset+size) of its values live at t (both ends
+    inclusive). Aliases share a range and are counted once; values whose
+    ranges the heap simulator overlapped only touch in time and are also
+    counted once. Also returns each temp allocation's own maximum.
+    """
+    has_live = s.live.num_rows > 0 or (s.schedule_length is not None)
+    colors: dict[int, dict[str, int]] = {}
+    temps_by_color: dict[int, list[int]] = {}
+    for idx in s.alloc_order:
+        a = s.allocs[idx]
+        c = colors.setdefault(a.color, {"total": 0, "indefinite": 0, "temp": 0})
+        c["total"] += a.size
+        if is_temp(a):
+            c["temp"] += a.size
+            temps_by_color.setdefault(a.color, []).append(idx)
+        else:
+            c["indefinite"] += a.size
+    temp_allocs = [idx for idxs in temps_by_color.values() for idx in idxs]
+    values = s.values
+    temp_values = values.filter(
+        pc.and_(
+            pc.is_in(values["allocation"], value_set=pa.array(temp_allocs, pa.int64())),
+            pc.not_equal(values["size"], 0),
+        )
+    )
+    # value -> (start, end): each live entry resolved to its value; the last entry wins.
+    live_vid = _lookup(live_last, ["instruction", "shape_index"], value_keys, "value_id")
+    live_by_value: dict[int, tuple[int, int]] = {}
+    for vid, start, end in zip(
+        live_vid.to_pylist(), live_last["start_time"].to_pylist(), live_last["end_time"].to_pylist()
+    ):
+        if vid is not None:
+            live_by_value[vid] = (start, end)
+    by_alloc: dict[int, list[tuple[int, int, int]]] = {}
+    for vid, alloc, offset, size in zip(
+        temp_values["value_id"].to_pylist(),
+        temp_values["allocation"].to_pylist(),
+        temp_values["byte_offset"].to_pylist(),
+        temp_values["size"].to_pylist(),
+    ):
+        by_alloc.setdefault(alloc, []).append((vid, offset, size))
+    alloc_max: dict[int, int | None] = {}
+    rows = []
+    end_of_time = s.schedule_length if s.schedule_length is not None else 0
+    for color in sorted(colors):
+        c = colors[color]
+        if not has_live and temps_by_color.get(color):
+            for idx in temps_by_color[color]:
+                alloc_max[idx] = None
+            rows.append((color, c["total"], c["indefinite"], c["temp"], None, None, None))
+            continue
+        events: dict[int, list[tuple[int, tuple[int, int], int]]] = {}
+        for idx in temps_by_color.get(color, []):
+            alloc_max[idx] = 0
+            for vid, offset, size in by_alloc.get(idx, []):
+                start, end = live_by_value.get(vid, (0, end_of_time))
+                iv = (offset, offset + size)
+                events.setdefault(start, []).append((idx, iv, 1))
+                events.setdefault(end + 1, []).append((idx, iv, -1))
+        best, best_t = _sweep(events, alloc_max)
+        rows.append(
+            (color, c["total"], c["indefinite"], c["temp"], best, c["indefinite"] + best, best_t)
+        )
+    return rows, alloc_max
+
+
+def _sweep(
+    events: dict[int, list[tuple[int, tuple[int, int], int]]], alloc_max: dict[int, int | None]
+) -> tuple[int, int | None]:
+    """Walk the events in time order; returns (most bytes in use at once, first time reached)."""
+    active: dict[int, dict[tuple[int, int], int]] = {}
+    in_use: dict[int, int] = {}
+    best, best_t, current = 0, 0 if events else None, 0
+    for t in sorted(events):
+        touched = set()
+        for idx, iv, delta in events[t]:
+            bucket = active.setdefault(idx, {})
+            n = bucket.get(iv, 0) + delta
+            if n:
+                bucket[iv] = n
+            else:
+                bucket.pop(iv, None)
+            touched.add(idx)
+        for idx in touched:
+            current -= in_use.get(idx, 0)
+            in_use[idx] = _union_length(active[idx])
+            current += in_use[idx]
+            if in_use[idx] > (alloc_max.get(idx) or 0):
+                alloc_max[idx] = in_use[idx]
+        if current > best:
+            best, best_t = current, t
+    return best, best_t
+
+
+def _union_length(intervals: dict[tuple[int, int], int]) -> int:
+    total = 0
+    cur_start = cur_end = -1
+    for start, end in sorted(intervals):
+        if start > cur_end:
+            total += cur_end - cur_start
+            cur_start, cur_end = start, end
+        elif end > cur_end:
+            cur_end = end
+    total += cur_end - cur_start
+    return total

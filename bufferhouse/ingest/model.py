@@ -1,0 +1,155 @@
+"""What the scanners hand to `finish`, and what `finish` hands to the loader.
+
+Two scanners read a module's text (the per-line state machine in scan.py,
+the reference; the vectorized one in vector.py, for the regular bulk of large
+dumps). Both produce the same `Scanned`: small structural facts as Python
+objects, and the bulky per-value facts as Arrow columns, so that every
+cross-check and derived column in finish.py exists once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from bufferhouse.errors import DumpError
+
+#: Feature -> earliest XLA commit date whose printer produces it (format.md §4.4, §5.3, §9).
+ERA_FEATURES: dict[str, str] = {
+    "value_lines": "2019-09-09",
+    "total_line": "2019-10-14",
+    "live_range": "2021-04-07",
+    "total_human": "2021-08-09",
+    "from_instruction": "2021-09-23",
+    "from_instruction_space": "2024-01-16",
+    "peak_index": "2025-04-14",
+    "peak_cumulative": "2025-05-16",
+    "stack_trace": "2025-07-23",
+    "split": "2026-04-03",
+    "uses_none": "2026-06-02",
+    "cross_color": "2026-06-17",
+}
+
+
+@dataclass
+class ParsedModule:
+    """Everything read from one module: facts, warehouse tables (without module_id), warnings."""
+
+    facts: dict[str, object] = field(default_factory=dict)
+    tables: dict[str, pa.Table] = field(default_factory=dict)
+    warnings: list[DumpError] = field(default_factory=list)
+    sections: list[str] = field(default_factory=list)
+    features: set[str] = field(default_factory=set)
+
+    def rows(self) -> dict[str, list[dict]]:
+        """The tables as plain rows (for tests and comparisons)."""
+        return {name: table.to_pylist() for name, table in self.tables.items()}
+
+
+@dataclass
+class Alloc:
+    """One `allocation N: size S, ...:` header."""
+
+    index: int
+    size: int
+    color: int
+    line: int
+    flags: dict[str, object]
+
+
+def category(a: Alloc) -> str:
+    f = a.flags
+    if "parameter_number" in f:
+        return "parameter"
+    if f.get("maybe-live-out"):
+        return "output"
+    if f.get("thread-local"):
+        return "thread-local"
+    if f.get("constant"):
+        return "constant"
+    return "temp"
+
+
+def is_temp(a: Alloc) -> bool:
+    f = a.flags
+    return not (
+        "parameter_number" in f
+        or f.get("maybe-live-out")
+        or f.get("thread-local")
+        or f.get("constant")
+    )
+
+
+#: Columns of the bulky per-value facts, in file order.
+VALUES = pa.schema(
+    [
+        ("value_id", pa.int64()),
+        ("instruction", pa.string()),
+        ("shape_index", pa.string()),  # '{}' when not printed
+        ("is_phi", pa.bool_()),
+        ("color", pa.int64()),  # None when not printed
+        ("allocation", pa.int64()),
+        ("byte_offset", pa.int64()),
+        ("size", pa.int64()),
+        ("shape", pa.string()),
+        ("line", pa.int64()),
+        ("cross_color", pa.bool_()),
+    ]
+)
+#: One row per Used values block, in file order (which the scanners check is id order).
+USED = pa.schema([("value_id", pa.int64()), ("line", pa.int64()), ("text", pa.string())])
+POSITIONS = pa.schema(
+    [
+        ("value_id", pa.int64()),
+        ("ordinal", pa.int64()),
+        ("instruction", pa.string()),
+        ("shape_index", pa.string()),
+    ]
+)
+USES = pa.schema(
+    [
+        ("value_id", pa.int64()),
+        ("ordinal", pa.int64()),
+        ("instruction", pa.string()),
+        ("operand_number", pa.int64()),
+        ("operand_index", pa.string()),
+    ]
+)
+LIVE = pa.schema(
+    [
+        ("instruction", pa.string()),
+        ("shape_index", pa.string()),
+        ("start_time", pa.int64()),
+        ("end_time", pa.int64()),
+        ("line", pa.int64()),
+    ]
+)
+
+
+@dataclass
+class Scanned:
+    """One module as read by a scanner, before cross-checks and derived columns."""
+
+    ba_path: str
+    sections: list[str]
+    features: set[str]
+    warnings: list[DumpError]
+    ends: dict[str, int]  # path -> its last line, for "truncated?" errors
+    total: int | None
+    total_line: tuple[str, int] | None
+    lr_path: str | None
+    used_path: str | None
+    allocs: dict[int, Alloc]
+    alloc_order: list[int]
+    schedule_length: int | None
+    peak_time: int | None
+    peak: list[tuple[str, str | None, int, int | None, int]]  # name, index, bytes, cumulative, line
+    trace: list[tuple[int, str, float, int, int, int, int]]
+    report: list[tuple[str, int | None, str | None, int]]
+    values: pa.Table  # VALUES
+    used: pa.Table  # USED
+    positions: pa.Table  # POSITIONS
+    uses: pa.Table  # USES
+    sequence: pa.Array  # instruction names by step
+    live: pa.Table  # LIVE
