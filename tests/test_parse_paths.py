@@ -48,6 +48,16 @@ def test_fast_and_slow_paths_agree(files):
     assert _outcome(files, "vector") == reference
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_the_vectorized_scanner_reads_files_in_any_chunks(monkeypatch, chunk):
+    """Lines cut across read chunks are put back together."""
+    monkeypatch.setattr(vector, "_CHUNK", chunk)
+    for sample in sorted(SAMPLES.glob("*.txt"))[:2]:
+        files = ModuleFiles(str(sample.parent), sample.stem, buffer_assignment=str(sample))
+        assert vector.scan(files.dump_files()) is not None
+        assert _outcome(files, "vector") == _outcome(files, "lines")
+
+
 def test_the_vectorized_scanner_reads_most_fixtures():
     """It must not quietly hand everything to the reference."""
     read = [g for g in GROUPS if vector.scan(g.dump_files()) is not None]

@@ -28,8 +28,9 @@ import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError
 from bufferhouse.ingest import model
+from bufferhouse.ingest.model import Alloc
 from bufferhouse.ingest.reader import read_lines, split_member
-from bufferhouse.ingest.scan import _Parser
+from bufferhouse.ingest.scan import _alloc_attributes, _Parser
 
 # Python's \s (str patterns) as an RE2 class, so that RE2 and `re` agree on \S.
 _SPACE = (
@@ -45,6 +46,10 @@ _VALUE = (
     + r" \(size=(?P<size>[0-9]{1,18}),offset=(?P<offset>[0-9]{1,18})\): (?P<shape>.*)$"
 )
 _HEADER = "^" + _SHORT + "$"
+_ALLOC = (
+    r"^allocation (?P<index>[0-9]{1,9}): (?:(?P<address>0x[0-9a-fA-F]+), )?"
+    r"size (?P<size>[0-9]{1,18})(?P<rest>.*):$"
+)
 _POSITION = r"^  (?P<name>[^ ,{}]+)(?: (?P<idx>\{[0-9,]*\}))?$"
 _USE = r"^  (?P<name>[^ ,{}]+), operand (?P<op>[0-9]{1,9})(?: (?P<idx>\{[0-9,]*\}))?$"
 _SEQ = r"^    (?P<step>[0-9]{1,9}):(?P<name>[^" + _SPACE + r"]+)$"
@@ -75,7 +80,7 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
                 p.feed_report(path, read_lines(path))
                 p._section("usage_report")
             else:
-                _scan_file(p, path, _read(path), columns, seen)
+                _scan_file(p, path, columns, seen)
         if not set(_REQUIRED) <= set(seen):
             raise _Irregular("sections")
         if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
@@ -85,31 +90,36 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
         return None
 
 
-def _read(path: str) -> bytes:
-    if path.endswith(".gz"):
-        with gzip.open(path, "rb") as f:
-            return f.read()
-    with open(path, "rb") as f:
-        return f.read()
+_CHUNK = 1 << 26
 
 
-def _lines(data: bytes) -> pa.LargeStringArray:
-    """All lines of the text, without their newlines, as one Arrow column."""
-    if not data or b"\r" in data or b"\0" in data:
-        raise _Irregular("empty, CRLF or binary")  # the reference reads and words these
-    ends = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    starts = np.empty(len(ends) + 1, dtype=np.int64)
-    starts[0] = 0
-    starts[1:] = ends + 1
-    if starts[-1] == len(data):
-        starts = starts[:-1]  # the text ends with a newline: no empty last line
-    count = len(starts)
-    offsets = np.empty(count + 1, dtype=np.int64)
-    offsets[:-1] = starts - np.arange(count, dtype=np.int64)  # newlines removed before them
-    offsets[-1] = len(data) - len(ends)
-    lines = pa.LargeStringArray.from_buffers(
-        count, pa.py_buffer(offsets), pa.py_buffer(data.replace(b"\n", b""))
-    )
+def _open(path: str):
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _lines(path: str) -> pa.LargeStringArray:
+    """All lines of the file, without their newlines, as one Arrow column.
+
+    Read a chunk at a time, so the text is held about once, not twice.
+    """
+    text = bytearray()
+    ends = []  # offset in `text` where each line ends
+    with _open(path) as f:
+        while chunk := f.read(_CHUNK):
+            if b"\r" in chunk or b"\0" in chunk:
+                raise _Irregular("CRLF or binary")  # the reference reads and words these
+            at = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+            ends.append(len(text) + at - np.arange(len(at)))
+            text += chunk.replace(b"\n", b"")  # a line cut by the chunk ends in the next
+    if not text:
+        raise _Irregular("empty")
+    stops = np.concatenate(ends)
+    if not len(stops) or stops[-1] != len(text):
+        stops = np.append(stops, len(text))  # a last line without its newline
+    offsets = np.empty(len(stops) + 1, dtype=np.int64)
+    offsets[0] = 0
+    offsets[1:] = stops
+    lines = pa.LargeStringArray.from_buffers(len(stops), pa.py_buffer(offsets), pa.py_buffer(text))
     try:
         lines.validate(full=True)
     except pa.ArrowInvalid:
@@ -165,11 +175,9 @@ _ORDER = [kind for _, kind in _HEADS]
 _REQUIRED = ["ba", "used", "lr", "seq", "blr", "peak"]
 
 
-def _scan_file(
-    p: _Parser, path: str, data: bytes, columns: dict[str, object], seen: list[str]
-) -> None:
+def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str]) -> None:
     """One file of the module: its bulk into `columns`, its structural lines through `p`."""
-    lines = _lines(data)
+    lines = _lines(path)
     n = len(lines)
     heads = pc.starts_with(lines, _HEADS[0][0])
     for prefix, _ in _HEADS[1:]:
@@ -186,11 +194,13 @@ def _scan_file(
     bounds = dict(zip(kinds, zip(at.tolist(), [*at[1:].tolist(), n])))
 
     bulk = np.zeros(n, dtype=bool)  # lines read here, not by the state machine
-    is_value = None
+    is_value = is_alloc = None
     if "ba" in bounds:
         start, end = bounds["ba"]
-        is_value = pc.starts_with(lines[start + 1 : end], " value: ").to_numpy(zero_copy_only=False)
-        bulk[start + 1 : end] = is_value
+        section = lines[start + 1 : end]
+        is_value = pc.starts_with(section, " value: ").to_numpy(zero_copy_only=False)
+        is_alloc = pc.starts_with(section, "allocation ").to_numpy(zero_copy_only=False)
+        bulk[start + 1 : end] = is_value | is_alloc
     for kind in ("used", "seq", "blr"):
         if kind in bounds:
             start, end = bounds[kind]
@@ -216,10 +226,12 @@ def _scan_file(
         if "values" in columns:
             raise _Irregular("value lines in two files")
         start, end = bounds["ba"]
+        section = lines[start + 1 : end]
+        _allocations(
+            p, path, section.filter(pa.array(is_alloc)), start + 2 + np.flatnonzero(is_alloc)
+        )
         columns["values"] = _values(
-            p,
-            lines[start + 1 : end].filter(pa.array(is_value)),
-            start + 1 + np.flatnonzero(is_value),
+            p, section.filter(pa.array(is_value)), start + 1 + np.flatnonzero(is_value)
         )
     if "used" in bounds:
         start, end = bounds["used"]
@@ -258,6 +270,34 @@ def _head_kind(line: str) -> str:
         if line.startswith(prefix):
             return kind
     raise AssertionError(line)
+
+
+def _allocations(p: _Parser, path: str, headers: pa.Array, lineno: np.ndarray) -> None:
+    """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once."""
+    found = _extract(headers, _ALLOC)
+    index = _ints(found.field("index")).to_numpy()
+    if len(np.unique(index)) != len(index):
+        raise _Irregular("duplicate allocation index")
+    rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
+    _, first = np.unique(rests.indices.to_numpy(), return_index=True)  # first row per code
+    flags = [
+        _alloc_attributes(path, int(lineno[row]), headers[int(row)].as_py(), rest)
+        for row, rest in zip(first, rests.dictionary.to_pylist())
+    ]
+    address = found.field("address").to_pylist()
+    for i, size, code, addr, line in zip(
+        index.tolist(),
+        _ints(found.field("size")).to_pylist(),
+        rests.indices.to_pylist(),
+        address,
+        lineno.tolist(),
+    ):
+        f = dict(flags[code])
+        color = int(f.pop("color", 0))
+        if addr:
+            f["address"] = addr
+        p.allocs[i] = Alloc(i, size, color, line, f)
+        p.alloc_order.append(i)
 
 
 def _values(p: _Parser, value_lines: pa.Array, at: np.ndarray) -> pa.Table:
