@@ -1,7 +1,6 @@
-"""The scanners must agree exactly: the per-line state machine (the reference),
-the same machine on multi-line regex runs, and the vectorized scanner (forced
-on every module it can read, whatever its size). Same rows, same facts, same
-warnings, same errors."""
+"""The scanners must agree exactly: the per-line state machine (the reference)
+and the vectorized scanner (forced on every module it can read, whatever its
+size). Same rows, same facts, same warnings, same errors."""
 
 from __future__ import annotations
 
@@ -12,9 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bufferhouse.errors import DumpError
-from bufferhouse.ingest import discover
+from bufferhouse.ingest import discover, vector
 from bufferhouse.ingest.discover import ModuleFiles
-from bufferhouse.ingest import vector
 from bufferhouse.ingest.parse import parse_module
 from tests.conftest import DATA, SAMPLES
 
@@ -23,7 +21,6 @@ GROUPS = [g for g in discover([DATA]) if g.buffer_assignment and not g.problems]
 
 PATHS = {
     "lines": {"accelerate": False},
-    "blocks": {"vector_min_bytes": 1 << 62},
     "vector": {"vector_min_bytes": 0},
 }
 
@@ -43,9 +40,7 @@ def test_there_are_many_fixtures():
 
 @pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
 def test_fast_and_slow_paths_agree(files):
-    reference = _outcome(files, "lines")
-    assert _outcome(files, "blocks") == reference
-    assert _outcome(files, "vector") == reference
+    assert _outcome(files, "vector") == _outcome(files, "lines")
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 4096])
@@ -94,6 +89,4 @@ def test_paths_agree_on_mutated_dumps(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("mut") / "m-buffer-assignment.txt"
     path.write_text(text)
     files = ModuleFiles(str(path.parent), "m", buffer_assignment=str(path))
-    reference = _outcome(files, "lines")
-    assert _outcome(files, "blocks") == reference
-    assert _outcome(files, "vector") == reference
+    assert _outcome(files, "vector") == _outcome(files, "lines")

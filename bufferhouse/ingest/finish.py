@@ -88,31 +88,36 @@ def _first(mask: pa.Array) -> int | None:
     return int(found[0]) if len(found) else None
 
 
+def _key(table: pa.Table, keys: list[str]) -> pa.Array:
+    """One value per row standing for the row's `keys` (joined strings for a compound key).
+
+    The separator cannot occur in the last key, a ShapeIndex, so the join is one-to-one.
+    """
+    columns = [table[k].combine_chunks() for k in keys]
+    if len(columns) == 1:
+        return columns[0]
+    return pc.binary_join_element_wise(*columns, "\x1f")
+
+
 def _last_by_key(table: pa.Table, keys: list[str], columns: list[str]) -> pa.Table:
     """For each distinct key, the columns of its last row in table order."""
-    indexed = table.append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    last = indexed.group_by(keys, use_threads=False).aggregate([("_row", "max")])
-    return pa.Table.from_arrays(
-        [last[k] for k in keys] + [pc.take(table[c], last["_row_max"]) for c in columns],
-        names=keys + columns,
-    )
+    codes = pc.dictionary_encode(_key(table, keys)).indices.to_numpy(zero_copy_only=False)
+    _, first_from_end = np.unique(codes[::-1], return_index=True)
+    rows = np.sort(len(codes) - 1 - first_from_end)
+    return table.select(keys + columns).take(pa.array(rows, pa.int64()))
 
 
 def _lookup(
     table: pa.Table, keys: list[str], targets: pa.Table, column: str
-) -> pa.ChunkedArray | pa.Array:
+) -> pa.Array | pa.ChunkedArray:
     """`column` of `targets` matched on `keys` for each row of `table`, in table order (null if none).
 
     `targets` must have one row per key.
     """
     if table.num_rows == 0:
         return pa.array([], targets.schema.field(column).type)
-    left = table.select(keys).append_column(
-        "_row", pa.array(np.arange(table.num_rows, dtype=np.int64))
-    )
-    joined = left.join(targets.select([*keys, column]), keys=keys, join_type="left outer")
-    joined = joined.sort_by("_row")
-    return joined[column]
+    where = pc.index_in(_key(table, keys), value_set=_key(targets, keys))
+    return pc.take(targets[column], where)
 
 
 def finish(

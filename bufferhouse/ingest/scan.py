@@ -47,21 +47,10 @@ _TRACE_LINE = re.compile(
     + _SPACED
     + r" bytes\)$"
 )
-_BLOCK = re.compile(
-    r"(?P<header><\d+ [^ {}<>\n]+(?:\{[0-9,]*\})?(?: \(phi\))?(?: @\d+)?>)\n"
-    r" positions:\n(?P<positions>(?:  [^\n]*\n)+)"
-    r" uses:\n(?P<uses>(?:  [^\n]*\n)*)"
-    r" from instruction:(?P<instr>[^\n]*)\n"
-)
-_POSITION_ALL = re.compile(r"^  ([^ ,{}\n]+)(?: (\{[0-9,]*\}))?$", re.M)
-_USE_ALL = re.compile(r"^  ([^ ,{}\n]+), operand (\d{1,9})(?: (\{[0-9,]*\}))?$", re.M)
-_SEQ_RUN = re.compile(r"(?:    \d+:\S+\n)+")
-_SEQ_ALL = re.compile(r"^    (\d{1,9}):(\S+)$", re.M)
-_BLR_RUN = re.compile(r"(?:    [^ {}:\n]+\{[0-9,]*\}:\d{1,9}-\d{1,9}\n)+")
-_BLR_ALL = re.compile(r"^    ([^ {}:\n]+)(\{[0-9,]*\}):(\d+)-(\d+)$", re.M)
 _REPORT_SPACE = re.compile(r"Memory Space: (.*) \(color=(\d+)\)$")
 _REPORT_TOTAL_B = re.compile(r"Total bytes: (\d+)(?: \(([^)]*)\))?$")
 _LR_UNAVAILABLE = "HloLiveRange not available"
+
 
 @dataclass
 class _Value:
@@ -187,7 +176,11 @@ class _Parser:
         return {
             "used": _columns(
                 model.USED,
-                [[b["id"] for b in blocks], [b["line"] for b in blocks], [b["text"] for b in blocks]],
+                [
+                    [b["id"] for b in blocks],
+                    [b["line"] for b in blocks],
+                    [b["text"] for b in blocks],
+                ],
             ),
             "positions": _columns(model.POSITIONS, list(zip(*positions)) if positions else None),
             "uses": _columns(model.USES, list(zip(*uses)) if uses else None),
@@ -204,96 +197,12 @@ class _Parser:
         self.last_line = 0
 
     def feed(self, path: str, lines: Iterable[tuple[int, str]]) -> None:
-        """Parse one file line by line (the reference path)."""
+        """Parse one file line by line."""
         self.begin_file()
         for lineno, line in lines:
             self.last_line = lineno
             self._line(path, lineno, line)
         self.end_file(path)
-
-    def feed_blocks(self, path: str, blocks: Iterable[tuple[int, str]]) -> None:
-        """Parse one file given as blocks of whole lines (the accelerated path).
-
-        Runs of well-formed lines in the bulky sections (used values,
-        instruction sequence, buffer live ranges) are matched many lines at a
-        time with one regex; every other line, and any run the regex does not
-        match exactly, goes through the same per-line state machine as
-        `feed`, so both paths produce the same rows and the same errors.
-        """
-        self.begin_file()
-        lineno = 0
-        for first, text in blocks:
-            lineno = first - 1
-            pos, n = 0, len(text)
-            while pos < n:
-                if self.state == "used" and self.block_state in ("instr", ""):
-                    m = _BLOCK.match(text, pos)
-                    if m is not None and self._fast_block(path, lineno, m):
-                        lineno += m.group().count("\n")
-                        pos = m.end()
-                        continue
-                elif self.state == "lr" and self._lr_part in ("seq", "blr"):
-                    run = (_SEQ_RUN if self._lr_part == "seq" else _BLR_RUN).match(text, pos)
-                    if run is not None and self._fast_run(path, lineno, run.group()):
-                        lineno += run.group().count("\n")
-                        pos = run.end()
-                        continue
-                nl = text.find("\n", pos)
-                end = n if nl < 0 else nl
-                lineno += 1
-                self.last_line = lineno
-                self._line(path, lineno, text[pos:end])
-                pos = end + 1
-        if lineno:
-            self.last_line = lineno
-        self.end_file(path)
-
-    def _fast_block(self, path: str, lineno: int, m: re.Match[str]) -> bool:
-        """One complete used-value block; False (nothing consumed) if any line is unusual."""
-        positions = _POSITION_ALL.findall(m.group("positions"))
-        if len(positions) != m.group("positions").count("\n"):
-            return False
-        uses_text = m.group("uses")
-        if uses_text == "  (none)\n":
-            uses: list = []
-            self.features.add("uses_none")
-        else:
-            uses = _USE_ALL.findall(uses_text)
-            if len(uses) != uses_text.count("\n"):
-                return False
-        header_line = lineno + 1
-        self.last_line = lineno + m.group().count("\n")
-        block = self._used_header(path, header_line, m.group("header"))
-        block["positions"] = [(name, index or "{}") for name, index in positions]
-        block["uses"] = [(name, int(op), index or "{}") for name, op, index in uses]
-        self._from_instruction(path, self.last_line, m.group("instr"), block)
-        self.block, self.block_state = block, "instr"
-        glued = block.pop("glued", None)
-        if glued:
-            self.block, self.block_state = self._used_header(path, self.last_line, glued), "header"
-        return True
-
-    def _fast_run(self, path: str, lineno: int, run: str) -> bool:
-        """A run of InstructionSequence or BufferLiveRange lines."""
-        if self._lr_part == "seq":
-            start = len(self.sequence)
-            items = _SEQ_ALL.findall(run)
-            for i, (pos, _name) in enumerate(items):
-                if int(pos) != start + i:
-                    return False  # the per-line path reports it
-            self.sequence.extend(name for _, name in items)
-        else:
-            items = _BLR_ALL.findall(run)
-            limit = self.schedule_length
-            rows = []
-            for i, (name, index, start, end) in enumerate(items, lineno + 1):
-                s, e = int(start), int(end)
-                if e < s or (limit is not None and e > limit):
-                    return False
-                rows.append((name, index, s, e, i))
-            self.live.extend(rows)
-        self.last_line = lineno + run.count("\n")
-        return True
 
     def _line(self, path: str, lineno: int, line: str) -> None:
         """One line of the state machine; the state lives on self between lines."""
@@ -825,7 +734,10 @@ def _alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str,
                     break
             else:
                 raise ParseError(
-                    path, lineno, f"unknown allocation attribute '{rest[pos:].split(',')[0][:60]}'", line
+                    path,
+                    lineno,
+                    f"unknown allocation attribute '{rest[pos:].split(',')[0][:60]}'",
+                    line,
                 )
     return flags
 
