@@ -49,7 +49,10 @@ SCHEMAS = {
 
 def _table(name: str, columns: dict[str, object]) -> pa.Table:
     """Build a table of the declared schema from arrays or Python lists, column by column."""
-    schema = SCHEMAS[name]
+    return _table_of(SCHEMAS[name], columns)
+
+
+def _table_of(schema: pa.Schema, columns: dict[str, object]) -> pa.Table:
     arrays = []
     for f in schema:
         col = columns[f.name]
@@ -394,12 +397,85 @@ def _instructions(
     _, first_rows = np.unique(codes, return_index=True)  # first row of each name, in name order
     first_rows.sort()  # ... in order of first appearance
     take = pa.array(first_rows, pa.int64())
-    name_list = pc.take(names, take).to_pylist()
-    text_list = pc.take(used["text"], take).to_pylist()
-    line_list = pc.take(used["line"], take).to_pylist()
+    texts = pc.take(used["text"], take)
+    lines = pc.take(used["line"], take)
+    schema = SCHEMAS["instructions"]
+    parts: list[pa.Table] = []
+    for start in range(0, len(texts), _PARSE_BATCH):  # a batch at a time: few Python objects
+        parts.append(
+            _parse_batch(
+                texts.slice(start, _PARSE_BATCH).to_pylist(),
+                lines.slice(start, _PARSE_BATCH).to_pylist(),
+                out,
+                used_path,
+            )
+        )
+    parsed = pa.concat_tables(parts) if parts else _PARSED.empty_table()
+    source_file, source_line = parsed["source_file"], parsed["source_line"]
+    source_function = pa.nulls(len(parsed), pa.string())
+    frame_id = parsed["stack_frame_id"]
+    if hlo_path and frame_id.null_count < len(frame_id):
+        try:
+            frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
+            if "hlo" not in s.sections:
+                s.sections.append("hlo")
+        except DumpError as exc:
+            out.warnings.append(exc)
+            frames = {}
+        # A frame id stands for the location where the metadata names no file.
+        ids = pa.array(list(frames), pa.int64())
+        where = pc.index_in(pc.cast(frame_id, pa.int64()), value_set=ids)
+        resolve = pc.and_(pc.is_null(source_file), pc.is_valid(where))
+        locs = list(frames.values())
+        for column, values, type_ in (
+            ("file", [loc.file for loc in locs], pa.string()),
+            ("line", [loc.line for loc in locs], pa.int32()),
+            ("function", [loc.function for loc in locs], pa.string()),
+        ):
+            found = pc.take(pa.array(values, type_), where)
+            if column == "file":
+                source_file = pc.if_else(resolve, found, source_file)
+            elif column == "line":
+                source_line = pc.if_else(resolve, found, source_line)
+            else:
+                source_function = pc.if_else(resolve, found, source_function)
+    columns: dict[str, object] = {name: parsed[name] for name in _PARSED.names}
+    columns.update(
+        instruction=pc.take(names, take),
+        source_file=source_file,
+        source_line=source_line,
+        source_function=source_function,
+        text=texts,
+    )
+    return _table("instructions", {f.name: columns[f.name] for f in schema})
 
+
+#: Instruction texts parsed per batch; bounds the Python objects alive at once.
+_PARSE_BATCH = 1 << 15
+_PARSED = pa.schema(
+    [
+        SCHEMAS["instructions"].field(name)
+        for name in (
+            "opcode",
+            "shape",
+            "operands",
+            "parameter_number",
+            "fusion_kind",
+            "called_computations",
+            "custom_call_target",
+            "op_name",
+            "op_type",
+            "source_file",
+            "source_line",
+            "stack_frame_id",
+        )
+    ]
+)
+
+
+def _parse_batch(texts: list[str], lines: list[int], out: ParsedModule, used_path: str) -> pa.Table:
     parsed: list[hlo.Instruction | None] = []
-    for text, line in zip(text_list, line_list):
+    for text, line in zip(texts, lines):
         try:
             parsed.append(hlo.parse_instruction(text))
         except hlo.InstructionSyntaxError as exc:
@@ -407,46 +483,27 @@ def _instructions(
             out.warnings.append(
                 DumpError(used_path, line, f"instruction text not understood: {exc}")
             )
-    frames: dict[int, hlo.SourceLocation] = {}
-    if hlo_path and any(i is not None and i.stack_frame_id is not None for i in parsed):
-        try:
-            frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
-            if "hlo" not in s.sections:
-                s.sections.append("hlo")
-        except DumpError as exc:
-            out.warnings.append(exc)
-    located = []
-    for ins in parsed:
-        src_file, src_line, src_func = (
-            (None, None, None) if ins is None else (ins.source_file, ins.source_line, None)
-        )
-        if ins is not None and ins.stack_frame_id is not None and src_file is None:
-            loc = frames.get(ins.stack_frame_id)
-            if loc is not None:
-                src_file, src_line, src_func = loc.file, loc.line, loc.function
-        located.append((src_file, src_line, src_func))
 
     def field(get: Callable[[hlo.Instruction], object]) -> list:
         return [None if ins is None else get(ins) for ins in parsed]
 
-    columns: dict[str, object] = {
-        "instruction": name_list,
-        "opcode": field(lambda i: i.opcode),
-        "shape": field(lambda i: i.shape),
-        "operands": field(lambda i: i.operands),
-        "parameter_number": field(lambda i: i.parameter_number),
-        "fusion_kind": field(lambda i: i.fusion_kind),
-        "called_computations": field(lambda i: i.called),
-        "custom_call_target": field(lambda i: i.custom_call_target),
-        "op_name": field(lambda i: i.op_name),
-        "op_type": field(lambda i: i.op_type),
-        "source_file": [loc[0] for loc in located],
-        "source_line": [loc[1] for loc in located],
-        "source_function": [loc[2] for loc in located],
-        "stack_frame_id": field(lambda i: i.stack_frame_id),
-        "text": text_list,
-    }
-    return _table("instructions", columns)
+    return _table_of(
+        _PARSED,
+        {
+            "opcode": field(lambda i: i.opcode),
+            "shape": field(lambda i: i.shape),
+            "operands": field(lambda i: i.operands),
+            "parameter_number": field(lambda i: i.parameter_number),
+            "fusion_kind": field(lambda i: i.fusion_kind),
+            "called_computations": field(lambda i: i.called),
+            "custom_call_target": field(lambda i: i.custom_call_target),
+            "op_name": field(lambda i: i.op_name),
+            "op_type": field(lambda i: i.op_type),
+            "source_file": field(lambda i: i.source_file),
+            "source_line": field(lambda i: i.source_line),
+            "stack_frame_id": field(lambda i: i.stack_frame_id),
+        },
+    )
 
 
 def _value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
