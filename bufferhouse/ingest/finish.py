@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.ingest import hlo, shapes
-from bufferhouse.ingest.model import ERA_FEATURES, ParsedModule, Scanned, category, is_temp
+from bufferhouse.ingest.model import ERA_FEATURES, ParsedModule, Scanned
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 
 
@@ -133,13 +133,14 @@ def finish(
     out = ParsedModule()
     if "allocations" not in s.sections:
         raise ParseError(ba_path, 0, "no 'BufferAssignment:' section found")
-    if not s.allocs:
+    allocs = s.allocs
+    if allocs.num_rows == 0:
         raise ParseError(
             ba_path, s.ends.get(ba_path, 0), "no allocation after 'BufferAssignment:' (truncated?)"
         )
     lr_path = s.lr_path or ba_path
     # Invariants that XLA's printer guarantees; a break means a cut or edited file.
-    alloc_sum = sum(a.size for a in s.allocs.values())
+    alloc_sum = sum(allocs["size"].to_pylist())
     if s.total is not None and s.total != alloc_sum:
         path, line = s.total_line or (ba_path, 0)
         raise ParseError(
@@ -168,6 +169,7 @@ def finish(
                     used["line"][first].as_py(),
                     f"used value {used['value_id'][first].as_py()} has no ' from instruction:' line",
                 )
+    del used  # finish drops the bulky text column as soon as it has what it needs
     split = "split" in s.features
     if not split and s.total is not None and "used_values" not in s.sections:
         raise ParseError(
@@ -217,39 +219,29 @@ def finish(
     instr_table = _instructions(s, out, used_path, hlo_path, read)
 
     # Allocation rows.
-    alloc_rows = []
-    for idx in s.alloc_order:
-        a = s.allocs[idx]
-        f = a.flags
-        alloc_rows.append(
-            (
-                a.index,
-                a.size,
-                a.color,
-                f.get("parameter_number"),
-                f.get("parameter_shape"),
-                f.get("parameter_shape_index"),
-                f.get("output_shape"),
-                "parameter_number" in f,
-                bool(f.get("constant")),
-                bool(f.get("thread-local")),
-                bool(f.get("maybe-live-out")),
-                bool(f.get("preallocated-temp")),
-                category(a),
-                f.get("address"),
-                a.line,
-            )
+    is_parameter = pc.is_valid(allocs["parameter_number"])
+    temp = _is_temp(allocs)
+    bad = _first(pc.and_(allocs["preallocated_temp"], pc.invert(temp)))
+    if bad is not None:
+        raise ParseError(
+            ba_path,
+            allocs["line"][bad].as_py(),
+            "'preallocated-temp' together with parameter/output/constant/thread-local",
         )
-        if f.get("preallocated-temp") and not is_temp(a):
-            raise ParseError(
-                ba_path,
-                a.line,
-                "'preallocated-temp' together with parameter/output/constant/thread-local",
-            )
-    if s.alloc_order != list(range(len(s.alloc_order))):
+    if not np.array_equal(allocs["index"].to_numpy(), np.arange(allocs.num_rows)):
         out.warnings.append(
             DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order")
         )
+    category = pc.case_when(
+        pc.make_struct(
+            is_parameter, allocs["maybe_live_out"], allocs["thread_local"], allocs["constant"]
+        ),
+        "parameter",
+        "output",
+        "thread-local",
+        "constant",
+        "temp",
+    )
 
     by_id = values.take(pc.sort_indices(values["value_id"]))
     value_table = _value_table(by_id, ba_path)
@@ -264,10 +256,31 @@ def finish(
         },
     )
 
-    heap_rows, alloc_live = _heap_peaks(s, value_keys, live_last)
-    alloc_rows = [(*row, alloc_live.get(row[0])) for row in alloc_rows]
+    heap_rows, alloc_live = _heap_peaks(s, temp, value_keys, live_last)
+    index = allocs["index"].to_pylist()
+    alloc_table = _table(
+        "allocations",
+        {
+            "allocation_index": allocs["index"],
+            "size": allocs["size"],
+            "color": allocs["color"],
+            "parameter_number": allocs["parameter_number"],
+            "parameter_shape": allocs["parameter_shape"],
+            "parameter_shape_index": allocs["parameter_shape_index"],
+            "output_shape": allocs["output_shape"],
+            "is_parameter": is_parameter,
+            "is_constant": allocs["constant"],
+            "is_thread_local": allocs["thread_local"],
+            "is_maybe_live_out": allocs["maybe_live_out"],
+            "is_preallocated_temp": allocs["preallocated_temp"],
+            "category": category,
+            "address": allocs["address"],
+            "line": allocs["line"],
+            "max_live_bytes": [alloc_live.get(i) for i in index],
+        },
+    )
     out.tables = {
-        "allocations": _rows_table("allocations", alloc_rows),
+        "allocations": alloc_table,
         "hlo_values": value_table,
         "assignments": assign_table,
         "positions": _table("positions", {c: s.positions[c] for c in s.positions.column_names}),
@@ -304,7 +317,7 @@ def finish(
     heap0 = next((r[5] for r in heap_rows if r[0] == 0), None)
     out.facts = {
         "total_bytes": s.total,
-        "allocation_count": len(s.allocs),
+        "allocation_count": allocs.num_rows,
         "value_count": values.num_rows,
         "schedule_length": s.schedule_length,
         "logical_peak_time": s.peak_time,
@@ -313,7 +326,7 @@ def finish(
         "format_era": max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
         "layout": "split" if "split" in s.features else "combined",
         "tiled": value_table["tiles"].null_count < value_table.num_rows,
-        "has_address": any(r[13] is not None for r in alloc_rows),
+        "has_address": allocs["address"].null_count < allocs.num_rows,
     }
     return out
 
@@ -399,6 +412,8 @@ def _instructions(
     take = pa.array(first_rows, pa.int64())
     texts = pc.take(used["text"], take)
     lines = pc.take(used["line"], take)
+    del used
+    s.used = s.used.drop_columns(["text"])  # the distinct texts are all that is needed now
     schema = SCHEMAS["instructions"]
     parts: list[pa.Table] = []
     for start in range(0, len(texts), _PARSE_BATCH):  # a batch at a time: few Python objects
@@ -570,8 +585,18 @@ def _value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
     return _table("hlo_values", columns)
 
 
+def _is_temp(allocs: pa.Table) -> pa.Array:
+    """Allocations that hold temporaries: not parameter, output, thread-local or constant."""
+    return pc.invert(
+        pc.or_(
+            pc.or_(pc.is_valid(allocs["parameter_number"]), allocs["maybe_live_out"]),
+            pc.or_(allocs["thread_local"], allocs["constant"]),
+        )
+    )
+
+
 def _heap_peaks(
-    s: Scanned, value_keys: pa.Table, live_last: pa.Table
+    s: Scanned, temp: pa.Array, value_keys: pa.Table, live_last: pa.Table
 ) -> tuple[list[tuple], dict[int, int | None]]:
     """Per color: indefinite bytes + max temp bytes in use at once.
 
@@ -584,15 +609,19 @@ def _heap_peaks(
     has_live = s.live.num_rows > 0 or (s.schedule_length is not None)
     colors: dict[int, dict[str, int]] = {}
     temps_by_color: dict[int, list[int]] = {}
-    for idx in s.alloc_order:
-        a = s.allocs[idx]
-        c = colors.setdefault(a.color, {"total": 0, "indefinite": 0, "temp": 0})
-        c["total"] += a.size
-        if is_temp(a):
-            c["temp"] += a.size
-            temps_by_color.setdefault(a.color, []).append(idx)
+    for idx, color, size, is_temp in zip(
+        s.allocs["index"].to_pylist(),
+        s.allocs["color"].to_pylist(),
+        s.allocs["size"].to_pylist(),
+        temp.to_pylist(),
+    ):
+        c = colors.setdefault(color, {"total": 0, "indefinite": 0, "temp": 0})
+        c["total"] += size
+        if is_temp:
+            c["temp"] += size
+            temps_by_color.setdefault(color, []).append(idx)
         else:
-            c["indefinite"] += a.size
+            c["indefinite"] += size
     temp_allocs = [idx for idxs in temps_by_color.values() for idx in idxs]
     values = s.values
     temp_values = values.filter(

@@ -58,26 +58,43 @@ class Alloc:
     flags: dict[str, object]
 
 
-def category(a: Alloc) -> str:
-    f = a.flags
-    if "parameter_number" in f:
-        return "parameter"
-    if f.get("maybe-live-out"):
-        return "output"
-    if f.get("thread-local"):
-        return "thread-local"
-    if f.get("constant"):
-        return "constant"
-    return "temp"
+#: One row per allocation header, in file order.
+ALLOCS = pa.schema(
+    [
+        ("index", pa.int64()),
+        ("size", pa.int64()),
+        ("color", pa.int64()),
+        ("line", pa.int64()),
+        ("parameter_number", pa.int64()),
+        ("parameter_shape", pa.string()),
+        ("parameter_shape_index", pa.string()),
+        ("output_shape", pa.string()),
+        ("constant", pa.bool_()),
+        ("thread_local", pa.bool_()),
+        ("maybe_live_out", pa.bool_()),
+        ("preallocated_temp", pa.bool_()),
+        ("address", pa.string()),
+    ]
+)
 
 
-def is_temp(a: Alloc) -> bool:
+def alloc_row(a: Alloc) -> tuple:
+    """An allocation header's ALLOCS row."""
     f = a.flags
-    return not (
-        "parameter_number" in f
-        or f.get("maybe-live-out")
-        or f.get("thread-local")
-        or f.get("constant")
+    return (
+        a.index,
+        a.size,
+        a.color,
+        a.line,
+        f.get("parameter_number"),
+        f.get("parameter_shape"),
+        f.get("parameter_shape_index"),
+        f.get("output_shape"),
+        bool(f.get("constant")),
+        bool(f.get("thread-local")),
+        bool(f.get("maybe-live-out")),
+        bool(f.get("preallocated-temp")),
+        f.get("address"),
     )
 
 
@@ -140,8 +157,7 @@ class Scanned:
     total_line: tuple[str, int] | None
     lr_path: str | None
     used_path: str | None
-    allocs: dict[int, Alloc]
-    alloc_order: list[int]
+    allocs: pa.Table  # ALLOCS
     schedule_length: int | None
     peak_time: int | None
     peak: list[tuple[str, str | None, int, int | None, int]]  # name, index, bytes, cumulative, line

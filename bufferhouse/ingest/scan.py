@@ -112,6 +112,9 @@ class _Parser:
 
         `columns` are ones another scanner read instead of this machine (vector.py).
         """
+        if "allocs" not in columns:
+            rows = [model.alloc_row(self.allocs[i]) for i in self.alloc_order]
+            columns["allocs"] = _columns(model.ALLOCS, list(zip(*rows)) if rows else None)
         if "values" not in columns:
             columns["values"] = self._value_columns()
         if "used" not in columns:
@@ -132,8 +135,6 @@ class _Parser:
             total_line=self.total_line,
             lr_path=self.lr_path,
             used_path=self.used_path,
-            allocs=self.allocs,
-            alloc_order=self.alloc_order,
             schedule_length=self.schedule_length,
             peak_time=self.peak_time,
             peak=self.peak,

@@ -97,29 +97,48 @@ def _open(path: str):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
+def _size_hint(path: str) -> int:
+    """Bytes of text in the file: its size, or for .gz the size its trailer records."""
+    size = os.path.getsize(path)
+    if path.endswith(".gz") and size >= 4:
+        with open(path, "rb") as f:
+            f.seek(-4, os.SEEK_END)
+            return int.from_bytes(f.read(4), "little")  # modulo 4 GiB: a hint only
+    return size
+
+
 def _lines(path: str) -> pa.LargeStringArray:
     """All lines of the file, without their newlines, as one Arrow column.
 
     Read a chunk at a time, so the text is held about once, not twice.
     """
-    text = bytearray()
+    text = np.empty(_size_hint(path), dtype=np.uint8)  # grown only if the hint is short
+    size = 0
     ends = []  # offset in `text` where each line ends
     with _open(path) as f:
         while chunk := f.read(_CHUNK):
             if b"\r" in chunk or b"\0" in chunk:
                 raise _Irregular("CRLF or binary")  # the reference reads and words these
             at = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-            ends.append(len(text) + at - np.arange(len(at)))
-            text += chunk.replace(b"\n", b"")  # a line cut by the chunk ends in the next
-    if not text:
+            ends.append(size + at - np.arange(len(at)))
+            piece = np.frombuffer(chunk.replace(b"\n", b""), dtype=np.uint8)
+            if size + len(piece) > len(text):
+                grown = np.empty(max(2 * len(text), size + len(piece)), dtype=np.uint8)
+                grown[:size] = text[:size]
+                text = grown
+            text[size : size + len(piece)] = piece  # a line cut by the chunk ends in the next
+            size += len(piece)
+    if not size:
         raise _Irregular("empty")
     stops = np.concatenate(ends)
-    if not len(stops) or stops[-1] != len(text):
-        stops = np.append(stops, len(text))  # a last line without its newline
+    if not len(stops) or stops[-1] != size:
+        stops = np.append(stops, size)  # a last line without its newline
     offsets = np.empty(len(stops) + 1, dtype=np.int64)
     offsets[0] = 0
     offsets[1:] = stops
-    lines = pa.LargeStringArray.from_buffers(len(stops), pa.py_buffer(offsets), pa.py_buffer(text))
+    lines = pa.LargeStringArray.from_buffers(
+        len(stops), pa.py_buffer(offsets), pa.py_buffer(text[:size])
+    )
     try:
         lines.validate(full=True)
     except pa.ArrowInvalid:
@@ -227,11 +246,14 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
             raise _Irregular("value lines in two files")
         start, end = bounds["ba"]
         section = lines[start + 1 : end]
-        _allocations(
-            p, path, section.filter(pa.array(is_alloc)), start + 2 + np.flatnonzero(is_alloc)
+        columns["allocs"] = _allocations(
+            path, section.filter(pa.array(is_alloc)), start + 2 + np.flatnonzero(is_alloc)
         )
         columns["values"] = _values(
-            p, section.filter(pa.array(is_value)), start + 1 + np.flatnonzero(is_value)
+            p,
+            columns["allocs"],
+            section.filter(pa.array(is_value)),
+            start + 1 + np.flatnonzero(is_value),
         )
     if "used" in bounds:
         start, end = bounds["used"]
@@ -272,11 +294,11 @@ def _head_kind(line: str) -> str:
     raise AssertionError(line)
 
 
-def _allocations(p: _Parser, path: str, headers: pa.Array, lineno: np.ndarray) -> None:
+def _allocations(path: str, headers: pa.Array, lineno: np.ndarray) -> pa.Table:
     """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once."""
     found = _extract(headers, _ALLOC)
-    index = _ints(found.field("index")).to_numpy()
-    if len(np.unique(index)) != len(index):
+    index = _ints(found.field("index"))
+    if len(np.unique(index.to_numpy())) != len(index):
         raise _Irregular("duplicate allocation index")
     rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
     _, first = np.unique(rests.indices.to_numpy(), return_index=True)  # first row per code
@@ -284,32 +306,35 @@ def _allocations(p: _Parser, path: str, headers: pa.Array, lineno: np.ndarray) -
         _alloc_attributes(path, int(lineno[row]), headers[int(row)].as_py(), rest)
         for row, rest in zip(first, rests.dictionary.to_pylist())
     ]
-    address = found.field("address").to_pylist()
-    for i, size, code, addr, line in zip(
-        index.tolist(),
-        _ints(found.field("size")).to_pylist(),
-        rests.indices.to_pylist(),
-        address,
-        lineno.tolist(),
-    ):
-        f = dict(flags[code])
-        color = int(f.pop("color", 0))
-        if addr:
-            f["address"] = addr
-        p.allocs[i] = Alloc(i, size, color, line, f)
-        p.alloc_order.append(i)
+    colors = [int(f.pop("color", 0)) for f in flags]
+    per_rest = list(zip(*(model.alloc_row(Alloc(0, 0, 0, 0, f)) for f in flags)))
+    if not per_rest:
+        per_rest = [()] * len(model.ALLOCS)
+    columns = {
+        f.name: pc.take(pa.array(per_rest[i], f.type), rests.indices)
+        for i, f in enumerate(model.ALLOCS)
+    }
+    address = found.field("address")
+    columns.update(
+        index=index,
+        size=_ints(found.field("size")),
+        color=pc.take(pa.array(colors, pa.int64()), rests.indices),
+        line=pa.array(lineno, pa.int64()),
+        address=pc.cast(pc.if_else(pc.equal(address, ""), None, address), pa.string()),
+    )
+    return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
 
 
-def _values(p: _Parser, value_lines: pa.Array, at: np.ndarray) -> pa.Table:
+def _values(p: _Parser, allocs: pa.Table, value_lines: pa.Array, at: np.ndarray) -> pa.Table:
     """The ` value:` lines; each belongs to the allocation header above it."""
     found = _extract(value_lines, _VALUE)
     lineno = at + 1
-    header_lines = np.array([p.allocs[i].line for i in p.alloc_order], dtype=np.int64)
+    header_lines = allocs["line"].to_numpy()
     owner = np.searchsorted(header_lines, lineno) - 1
     if len(owner) and owner.min() < 0:
         raise _Irregular("value line before any allocation")
-    order = np.array(p.alloc_order, dtype=np.int64)
-    sizes = np.array([p.allocs[i].size for i in p.alloc_order], dtype=np.int64)
+    order = allocs["index"].to_numpy()
+    sizes = allocs["size"].to_numpy()
     vid = _ints(found.field("id"))
     size = _ints(found.field("size"))
     offset = _ints(found.field("offset"))
@@ -380,15 +405,20 @@ def _used_values(p: _Parser, section: pa.Array, first: int, values: pa.Table) ->
         if not pc.all(pc.equal(placed, pc.cast(headers.field("name"), pa.string()))).as_py():
             raise _Irregular("used value named otherwise in its allocation")
 
-    texts = pc.utf8_slice_codeunits(section.filter(pa.array(is_f)), len(_FROM))
-    spaced = pc.starts_with(texts, " ")
-    if len(texts):
+    from_lines = section.filter(pa.array(is_f))
+    skip = len(_FROM)
+    if len(from_lines):
         p.features.add("from_instruction")
-        if pc.any(spaced).as_py():
+        spaced = pc.sum(pc.starts_with(from_lines, _FROM + " ")).as_py()
+        if spaced == len(from_lines):  # 2024-01+: a space after the colon
             p.features.add("from_instruction_space")
-        if pc.any(pc.ends_with(texts, ">")).as_py():
+            skip += 1
+        elif spaced:
+            raise _Irregular("some from instruction texts after a space, some not")
+        if pc.any(pc.ends_with(from_lines, ">")).as_py():
             raise _Irregular("from instruction text may be glued to the next header")
-    texts = pc.if_else(spaced, pc.utf8_slice_codeunits(texts, 1), texts)
+    texts = pc.utf8_slice_codeunits(from_lines, skip)
+    del from_lines
     if np.any(kind == ord("n")):
         p.features.add("uses_none")
 
