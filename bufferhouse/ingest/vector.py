@@ -189,6 +189,7 @@ _HEADS = (
     ("  Live ranges at ", "peak"),
     ("  Stack trace breakdown", "trace"),
 )
+_HEAD_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in _HEADS) + ")"
 #: Section headers in the order XLA prints them, over one or several files.
 _ORDER = [kind for _, kind in _HEADS]
 _REQUIRED = ["ba", "used", "lr", "seq", "blr", "peak"]
@@ -198,9 +199,7 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
     """One file of the module: its bulk into `columns`, its structural lines through `p`."""
     lines = _lines(path)
     n = len(lines)
-    heads = pc.starts_with(lines, _HEADS[0][0])
-    for prefix, _ in _HEADS[1:]:
-        heads = pc.or_(heads, pc.starts_with(lines, prefix))
+    heads = pc.match_substring_regex(lines, _HEAD_PATTERN)
     at = np.flatnonzero(heads.to_numpy(zero_copy_only=False))
     kinds = [_head_kind(line) for line in pc.take(lines, pa.array(at)).to_pylist()]
     for kind in kinds:
