@@ -1,4 +1,4 @@
-"""Verify a warehouse: schema, whole modules, the dump's own invariants, orphans.
+"""Verify a warehouse: schema, whole modules, the dump's own invariants, orphans, id order.
 
 A warehouse is trusted with months of dumps, so it must be possible to prove
 at any time (after a crash, a killed ingest, a copy between machines) that it
@@ -469,6 +469,54 @@ def _orphans(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     return problems
 
 
+def _module_ids(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """Module ids are unique, and every table stores its modules' rows in id order.
+
+    Ids grow with ingest order and rows are appended module by module, so each
+    module's rows follow those of every smaller id; that is what lets DuckDB's
+    min/max statistics skip all row groups but one module's. (Views, as in a file
+    made by `bufferhouse attach`, have no storage order to check.)
+    """
+    problems = [
+        Problem("module ids", f"module_id is shared by {n} modules", mid)
+        for mid, n in _rows(
+            con,
+            "SELECT module_id, count(*) FROM modules GROUP BY 1 HAVING count(*) > 1 ORDER BY 1",
+        )
+    ]
+    stored = {r[0] for r in _rows(con, "SELECT table_name FROM duckdb_tables()")}
+    for table in (next(t for t in TABLES if t.name == "modules"), *MODULE_TABLES):
+        if table.name not in stored:
+            continue
+        name = quote_identifier(table.name)
+        for mid, before in _rows(
+            con,
+            f"""
+            WITH spans AS (
+              SELECT module_id, min(rowid) AS first_row, max(rowid) AS last_row
+              FROM {name} GROUP BY module_id),
+            ordered AS (
+              SELECT module_id, first_row,
+                     max(last_row) OVER (ORDER BY module_id
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_last,
+                     arg_max(module_id, last_row) OVER (ORDER BY module_id
+                       ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_id
+              FROM spans)
+            SELECT module_id, before_id FROM ordered WHERE first_row < before_last
+            ORDER BY module_id
+            """,
+        ):
+            problems.append(
+                Problem(
+                    "module ids",
+                    f"{table.name} rows lie before rows of module {before}, a smaller id: "
+                    "a one-module query reads more row groups than it needs",
+                    mid,
+                )
+            )
+    return problems
+
+
 _CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], ...] = (
     ("modules complete", _row_counts),
     ("total bytes", _totals),
@@ -477,4 +525,5 @@ _CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]],
     ("schedule", _schedule),
     ("heap peaks", _heap_peaks),
     ("orphans", _orphans),
+    ("module ids", _module_ids),
 )

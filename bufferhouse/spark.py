@@ -29,7 +29,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -38,9 +38,11 @@ from bufferhouse import __version__
 from bufferhouse.errors import DumpError, MissingExtraError
 from bufferhouse.export.dataset import PARTITION, is_partitioned, table_schema
 from bufferhouse.export.transpile import transpile
-from bufferhouse.ingest import discover, module_id_of, parse_files, parse_labels
+from bufferhouse.ingest import discover, parse_files, parse_labels
 from bufferhouse.ingest.discover import ModuleFiles
+from bufferhouse.ingest.load import with_module_id
 from bufferhouse.schema import MODULE_TABLES, TABLES, TABLES_BY_NAME, Table
+from bufferhouse.schema.ids import ModuleIds
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -153,8 +155,23 @@ def _unipc(data: bytes) -> pa.Table:
     return pa.ipc.open_stream(data).read_all()
 
 
+#: Module ids of the modules this process parses (created in the executor's process).
+_ids: ModuleIds | None = None
+
+
+def _next_module_id() -> int:
+    global _ids
+    if _ids is None:
+        _ids = ModuleIds()
+    return _ids.next()
+
+
 def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Iterator[dict]:
-    """Parse one module group; one row per table (see PARSED_SCHEMA). Never raises."""
+    """Parse one module group; one row per table (see PARSED_SCHEMA). Never raises.
+
+    A parsed module gets its module_id here, from this process's allocator: the
+    same content parsed twice gets two ids, and the readers keep one copy.
+    """
     result = parse_files(files, known)
     if result.status == "failed":
         e = result.error
@@ -168,19 +185,20 @@ def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Itera
             "data": None,
         }
         return
-    module_id = module_id_of(result.content_hash)
-    if result.status == "present":
+    if result.status == "present":  # its module_id is the holder's, unknown here
         yield {
             "content_hash": result.content_hash,
-            "module_id": module_id,
+            "module_id": None,
             "status": "present",
             "table": _MODULE_ROW,
             "message": None,
             "data": None,
         }
         return
-    counts = {name: data.num_rows for name, data in result.tables.items()}
-    row = dict(result.module_row, row_counts=counts)
+    module_id = _next_module_id()
+    tables = {name: with_module_id(data, module_id) for name, data in result.tables.items()}
+    counts = {name: data.num_rows for name, data in tables.items()}
+    row = dict(result.module_row, module_id=module_id, row_counts=counts)
     modules = pa.Table.from_pylist([row], schema=table_schema(TABLES_BY_NAME["modules"]))
     warnings = json.dumps([[w.path, w.line, w.message, w.text] for w in result.warnings])
     yield {
@@ -191,7 +209,7 @@ def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Itera
         "message": warnings,
         "data": _ipc(modules),
     }
-    for name, data in result.tables.items():
+    for name, data in tables.items():
         if data.num_rows:
             yield {
                 "content_hash": result.content_hash,
@@ -245,13 +263,21 @@ def decode_parsed(parsed: pa.Table) -> dict[str, pa.Table]:
     """Collected `parse_batches` output as the per-table Arrow tables of a local ingest.
 
     For small results on the driver (tests, notebooks); `parsed_tables` keeps
-    them distributed. Modules parsed twice are kept once; run_id stays NULL.
+    them distributed. Modules parsed twice are kept once (the copy with the
+    lowest module_id); run_id stays NULL.
     """
+    rows = [r for r in parsed.to_pylist() if r["status"] == "parsed" and r["data"] is not None]
+    kept: dict[str, int] = {}
+    for row in rows:
+        if row["table"] == _MODULE_ROW:
+            kept[row["content_hash"]] = min(
+                row["module_id"], kept.get(row["content_hash"], row["module_id"])
+            )
     seen: set[tuple[str, str]] = set()
     parts: dict[str, list[pa.Table]] = {}
-    for row in parsed.to_pylist():
+    for row in rows:
         key = (row["content_hash"], row["table"])
-        if row["status"] != "parsed" or row["data"] is None or key in seen:
+        if kept.get(row["content_hash"]) != row["module_id"] or key in seen:
             continue
         seen.add(key)
         parts.setdefault(row["table"], []).append(_unipc(row["data"]))
@@ -273,8 +299,9 @@ def parsed_tables(
 ) -> dict[str, DataFrame]:
     """The warehouse tables, as DataFrames, from `parse_batches` output.
 
-    Modules parsed twice (the same content under two paths) are kept once.
-    `run_id` (default: now) and `labels` play the part of one ingest run.
+    Modules parsed twice (the same content under two paths) are kept once:
+    the copy with the lowest module_id. `run_id` (default: now) and `labels`
+    play the part of one ingest run.
     """
     from datetime import datetime, timezone
 
@@ -282,9 +309,7 @@ def parsed_tables(
     spark = parsed.sparkSession
     label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
     run_id = run_id if run_id is not None else int(datetime.now(timezone.utc).timestamp() * 1e6)
-    ok = parsed.filter(functions.col("status") == "parsed").dropDuplicates(
-        ["content_hash", "table"]
-    )
+    ok = _kept_copies(parsed.filter(functions.col("status") == "parsed"))
     out: dict[str, DataFrame] = {}
     for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES):
         rows = ok.filter(functions.col("table") == table.name).select("data")
@@ -309,12 +334,26 @@ def parsed_tables(
         ],
         spark_schema(TABLES_BY_NAME["runs"]),
     )
-    out["diagnostics"] = _diagnostics(parsed, run_id)
+    out["diagnostics"] = _diagnostics(parsed, ok, run_id)
     out.update(_reference_tables(spark))
     return {t.name: out[t.name] for t in TABLES}
 
 
-def _diagnostics(parsed: DataFrame, run_id: int) -> DataFrame:
+def _kept_copies(parsed: DataFrame) -> DataFrame:
+    """The rows of one copy per content hash (lowest module_id), each table once."""
+    functions, _ = _pyspark()
+    kept = (
+        parsed.filter(functions.col("table") == _MODULE_ROW)
+        .groupBy("content_hash")
+        .agg(functions.min("module_id").alias("module_id"))
+    )
+    return parsed.join(kept, ["content_hash", "module_id"], "left_semi").dropDuplicates(
+        ["content_hash", "table"]
+    )
+
+
+def _diagnostics(parsed: DataFrame, kept: DataFrame, run_id: int) -> DataFrame:
+    """Errors of failed modules and warnings of the kept copies (`kept`)."""
     functions, _ = _pyspark()
     schema = table_schema(TABLES_BY_NAME["diagnostics"])
     from bufferhouse.ingest.discover import text_path
@@ -346,10 +385,10 @@ def _diagnostics(parsed: DataFrame, run_id: int) -> DataFrame:
                     )
             yield pa.RecordBatch.from_pylist(out, schema=schema)
 
-    notes = parsed.filter(
-        (functions.col("table") == _FAILURE)
-        | ((functions.col("table") == _MODULE_ROW) & (functions.col("status") == "parsed"))
-    ).dropDuplicates(["content_hash", "table"])
+    failures = parsed.filter(functions.col("table") == _FAILURE).dropDuplicates(
+        ["content_hash", "table"]
+    )
+    notes = failures.unionByName(kept.filter(functions.col("table") == _MODULE_ROW))
     return notes.mapInArrow(rows, spark_schema(TABLES_BY_NAME["diagnostics"]))
 
 
@@ -374,46 +413,47 @@ INGEST_SCHEMA = "run_id bigint, stem string, status string, module_id bigint, me
 
 
 def write_batches(
-    out_dir: str, labels: Iterable[str] | dict[str, str] = (), known: Iterable[str] = ()
+    out_dir: str,
+    labels: Iterable[str] | dict[str, str] = (),
+    known: Mapping[str, int] | None = None,
 ):
     """A mapInArrow function: module groups in, part files written to `out_dir`.
 
     Each task is one ingest run (it claims its own run_id) and writes its
     modules as part files, exactly as `bufferhouse ingest --to-parquet` does;
-    it yields one INGEST_SCHEMA row per group.
+    it yields one INGEST_SCHEMA row per group. `known`: content_hash ->
+    module_id of the modules the dataset holds (`known_module_ids`), only
+    labelled if met again.
     """
     from pathlib import Path
 
     from bufferhouse.export.parquet import PartWriter, reserve_run
 
     label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
-    skip = frozenset(known)
+    held = dict(known or {})
     root = str(Path(out_dir).absolute())
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         path = Path(root)
         writer: PartWriter | None = None
         out = []
-        seen = set(skip)
         directories: set[str] = set()
         for batch in batches:
             for row in batch.to_pylist():
                 files = _group_of(row)
                 directories.add(files.directory)
                 if writer is None:
-                    writer = PartWriter(path, reserve_run(path), label_pairs)
-                result = parse_files(files, seen)
-                module_id = module_id_of(result.content_hash) if result.content_hash else None
+                    writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
+                result = parse_files(files, writer.module_ids)
+                module_id = None
                 message = None
                 if result.status == "failed":
                     writer.add_failure(result.error)
                     message = result.error.describe() if result.error else None
-                elif result.status == "present" or result.content_hash in seen:
-                    writer.add_labels(module_id)
-                    result.status = "present"
+                elif result.status == "present":
+                    module_id = writer.add_labels(result.content_hash)
                 else:
-                    writer.add(result.module_row, result.tables, result.warnings)
-                    seen.add(result.content_hash)
+                    module_id = writer.add(result.module_row, result.tables, result.warnings)
                     result.status = "loaded"
                 out.append((writer.run_id, files.stem, result.status, module_id, message))
                 if writer.full:
@@ -453,12 +493,12 @@ def ingest(
     from pathlib import Path
 
     from bufferhouse.export.dataset import write_metadata_files
-    from bufferhouse.export.parquet import known_hashes
+    from bufferhouse.export.parquet import known_module_ids
 
     root = Path(os.fspath(out_dir)).absolute()
     root.mkdir(parents=True, exist_ok=True)
     write_metadata_files(root)
-    func = write_batches(str(root), labels, known_hashes(root))
+    func = write_batches(str(root), labels, known_module_ids(root))
     summary = groups.mapInArrow(func, INGEST_SCHEMA)
     return summary.localCheckpoint(eager=True)
 
@@ -467,7 +507,8 @@ def ingest(
 
 
 def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str, DataFrame]:
-    """The tables of a Parquet dataset as DataFrames, each module once (lowest run_id)."""
+    """The tables of a Parquet dataset as DataFrames, each module (content_hash) once:
+    the copy with the lowest run_id, then module_id; labels of every copy on it."""
     functions, window = _pyspark()
     root = os.fspath(root).rstrip("/")
     raw: dict[str, DataFrame] = {}
@@ -478,7 +519,7 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
             raw[table.name] = spark.read.schema(schema).parquet(path)
         else:
             raw[table.name] = spark.createDataFrame([], schema)
-    order = window.Window.partitionBy("module_id").orderBy("run_id", "content_hash")
+    order = window.Window.partitionBy("content_hash").orderBy("run_id", "module_id")
     modules = (
         raw["modules"]
         .withColumn("_bh_n", functions.row_number().over(order))
@@ -493,7 +534,14 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
         if table.name == "modules":
             df = modules
         elif table.name == "labels":
-            df = df.join(modules.select("module_id"), "module_id", "left_semi").distinct()
+            copies = raw["modules"].select("module_id", "content_hash")
+            kept = modules.select(functions.col("module_id").alias("_bh_kept"), "content_hash")
+            df = (
+                df.join(copies, "module_id")
+                .join(kept, "content_hash")
+                .select(functions.col("_bh_kept").alias("module_id"), *cols[1:])
+                .distinct()
+            )
         elif table.name == "diagnostics":
             df = df.filter("module_id IS NULL").unionByName(
                 df.join(keep, ["module_id", "run_id"], "left_semi")

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
 import pytest
 
 import bufferhouse
@@ -58,3 +60,21 @@ def scratch(tmp_path: Path) -> Path:
     target = tmp_path / "dumps"
     shutil.copytree(SAMPLES, target)
     return target
+
+
+def module_hashes(db: Path | str) -> dict[int, str]:
+    """module_id -> the first 16 hex digits of the module's content hash, in warehouse `db`."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("SELECT module_id, substr(content_hash, 1, 16) FROM modules").fetchall()
+    return dict(rows)
+
+
+def hash_keyed(table: pa.Table, hashes: dict[int, str]) -> pa.Table:
+    """`table` with every module id column (module_id, *_module_id) replaced by the
+    module's content-hash prefix: ids are local to a warehouse and grow with ingest
+    order, while the content hash names the module the same way everywhere."""
+    for i, name in enumerate(table.column_names):
+        if name == "module_id" or name.endswith("_module_id"):
+            keys = [None if m is None else hashes[m] for m in table.column(i).to_pylist()]
+            table = table.set_column(i, name, pa.array(keys, pa.string()))
+    return table

@@ -97,6 +97,20 @@ DAMAGE = [
         "labels rows of a missing module",
     ),
     (
+        "module id shared",
+        "UPDATE modules SET module_id = (SELECT max(module_id) FROM modules)"
+        " WHERE module_id = (SELECT min(module_id) FROM modules)",
+        "module ids",
+        "module_id is shared by 2 modules",
+    ),
+    (
+        "rows out of id order",
+        "INSERT INTO uses SELECT * FROM uses"
+        " WHERE module_id = (SELECT min(module_id) FROM modules)",
+        "module ids",
+        "uses rows lie before rows of module",
+    ),
+    (
         "schema version",
         "UPDATE schema_info SET value = '99' WHERE key = 'schema_version'",
         "schema",
@@ -121,7 +135,7 @@ def test_clean_warehouse_passes(fleet_db):
     assert report.ok, report.lines()
     assert report.modules > 190
     assert all(count == 0 for count in report.checks.values())
-    assert len(report.checks) == 8
+    assert len(report.checks) == 9
 
 
 @pytest.mark.parametrize(("what", "sql", "check", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])

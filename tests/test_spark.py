@@ -15,7 +15,7 @@ import pytest
 
 import bufferhouse
 from bufferhouse.export import attach
-from tests.conftest import CORPUS, SAMPLES
+from tests.conftest import CORPUS, SAMPLES, hash_keyed, module_hashes
 
 try:
     import pyspark  # noqa: F401
@@ -59,12 +59,22 @@ def _norm(value):
     return value
 
 
-def _spark_rows(df) -> list[tuple]:
-    return [tuple(_norm(v) for v in row) for row in df.collect()]
+# Module ids are each sink's own (Spark executors, the local warehouse): rows are
+# compared with ids replaced by content-hash prefixes (tests.conftest.hash_keyed).
+
+
+def _spark_hashes(spark) -> dict[int, str]:
+    rows = spark.sql("SELECT module_id, substr(content_hash, 1, 16) FROM modules").collect()
+    return {r[0]: r[1] for r in rows}
+
+
+def _spark_rows(df, hashes: dict[int, str]) -> list[tuple]:
+    table = hash_keyed(df.toArrow(), hashes)
+    return [tuple(_norm(v) for v in row.values()) for row in table.to_pylist()]
 
 
 def _duckdb_rows(name: str, db, **params) -> list[tuple]:
-    table = bufferhouse.query(name, db=db, **params)
+    table = hash_keyed(bufferhouse.query(name, db=db, **params), module_hashes(db))
     return [tuple(_norm(v) for v in row.values()) for row in table.to_pylist()]
 
 
@@ -87,10 +97,20 @@ def test_executors_parse_like_local_ingest_and_queries_agree(spark, warehouse):
     parsed = groups.mapInArrow(bhs.parse_batches, bhs.PARSED_SCHEMA).localCheckpoint()
     # the executors' Arrow tables are the local ingest's rows, table by table
     decoded = bhs.decode_parsed(parsed.toArrow())
+    parsed_hashes = dict(
+        zip(
+            decoded["modules"].column("module_id").to_pylist(),
+            (h[:16] for h in decoded["modules"].column("content_hash").to_pylist()),
+        )
+    )
+    local_hashes = module_hashes(warehouse)
     with duckdb.connect(str(warehouse), read_only=True) as con:
         for name, got in decoded.items():
-            want = [tuple(map(_norm, r)) for r in con.sql(f'SELECT * FROM "{name}"').fetchall()]
-            rows = [tuple(map(_norm, r.values())) for r in got.to_pylist()]
+            want = hash_keyed(con.sql(f'SELECT * FROM "{name}"').to_arrow_table(), local_hashes)
+            want = [tuple(map(_norm, r.values())) for r in want.to_pylist()]
+            rows = [
+                tuple(map(_norm, r.values())) for r in hash_keyed(got, parsed_hashes).to_pylist()
+            ]
             if name == "modules":  # the run is the ingest's, not the parser's
                 want = [r[:2] + r[3:] for r in want]
                 rows = [r[:2] + r[3:] for r in rows]
@@ -98,9 +118,10 @@ def test_executors_parse_like_local_ingest_and_queries_agree(spark, warehouse):
     tables = {name: df.localCheckpoint() for name, df in bhs.parsed_tables(parsed).items()}
     bhs.register_tables(spark, tables)
     assert len(SPARK_QUERIES) >= 4
+    hashes = _spark_hashes(spark)
     for name in SPARK_QUERIES:
         params = PARAMS.get(name, {})
-        got = _spark_rows(bhs.query(spark, name, **params))
+        got = _spark_rows(bhs.query(spark, name, **params), hashes)
         assert got == _duckdb_rows(name, warehouse, **params), name
 
 
@@ -118,7 +139,8 @@ def test_spark_ingest_writes_a_dataset_attach_and_register_read(spark, warehouse
     again = bhs.ingest(groups, out)  # everything is there already
     assert {r.status for r in again.collect()} == {"present"}
     bhs.register(spark, out)
+    hashes = _spark_hashes(spark)
     for name in ("top-modules", "categories", "recompiles"):
-        assert _spark_rows(bhs.query(spark, name)) == _duckdb_rows(name, warehouse), name
+        assert _spark_rows(bhs.query(spark, name), hashes) == _duckdb_rows(name, warehouse), name
     labels = spark.sql("SELECT DISTINCT key, value FROM labels").collect()
     assert [tuple(r) for r in labels] == [("engine", "spark")]

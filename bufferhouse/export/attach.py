@@ -3,9 +3,9 @@
 Every table of the warehouse becomes a view with the same name, columns and
 docs, reading the dataset's files where they are (a local directory, a glob of
 several datasets, or a URL DuckDB can read). The views de-duplicate modules
-that several writers added: per module_id the copy with the lowest run_id, and
-of every other table only the rows of that (module_id, run_id); labels are the
-union over the copies. On top come the package's views and bh_* macros, so
+that several writers added (each copy has its own module_id): per content_hash
+the copy with the lowest run_id, and of every other table only the rows of
+that (module_id, run_id); labels are the union over the copies. On top come the package's views and bh_* macros, so
 every canned query runs on an export exactly as on a warehouse.
 
 The attached file holds views and one real table, `schema_info` (with the
@@ -118,10 +118,17 @@ def _table_view(table: Table) -> str:
     if table.name == "modules":
         body = (
             f"SELECT {cols} FROM {raw} AS r QUALIFY row_number() OVER "
-            "(PARTITION BY r.module_id ORDER BY r.run_id, r.content_hash) = 1"
+            "(PARTITION BY r.content_hash ORDER BY r.run_id, r.module_id) = 1"
         )
-    elif table.name == "labels":
-        body = f"SELECT DISTINCT {cols} FROM {raw} AS r SEMI JOIN modules AS m USING (module_id)"
+    elif table.name == "labels":  # every copy's labels, on the kept copy
+        cols = ", ".join(
+            f"{'m' if c == 'module_id' else 'r'}.{quote_identifier(c)}" for c in table.column_names
+        )
+        body = (
+            f"SELECT DISTINCT {cols} FROM {raw} AS r "
+            f"JOIN {RAW_SCHEMA}.modules AS c ON c.module_id = r.module_id "
+            "JOIN modules AS m ON m.content_hash = c.content_hash"
+        )
     elif table.name == "diagnostics":
         body = (
             f"SELECT {cols} FROM {raw} AS r WHERE r.module_id IS NULL OR EXISTS "
@@ -172,8 +179,30 @@ def install_views(con: duckdb.DuckDBPyConnection, source: str) -> AttachReport:
                 f"IS {sql_string(c.doc)}"
             )
     install_macros(con)
+    _check_module_ids(con, source)
     modules = con.execute("SELECT count(*) FROM modules").fetchall()[0][0]
     return AttachReport(":memory:", source, modules, files)
+
+
+def _check_module_ids(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """Refuse a dataset (or a glob of several) in which one module_id names two modules.
+
+    Writers draw ids from the clock and 19 random bits and never repeat their
+    own, so this should never happen; if it did, the views would mix two
+    modules' rows, so say so instead.
+    """
+    clash = con.execute(
+        f"SELECT module_id, min(content_hash), max(content_hash) FROM {RAW_SCHEMA}.modules "
+        "GROUP BY module_id HAVING count(DISTINCT content_hash) > 1 ORDER BY module_id LIMIT 1"
+    ).fetchall()
+    if clash:
+        module_id, first, second = clash[0]
+        raise ExportError(
+            f"{source}: module_id {module_id} names two different modules (content hashes "
+            f"{first[:12]}... and {second[:12]}...). Module ids never repeat within a writer and "
+            "should never collide across writers or datasets: please report this. Meanwhile "
+            "attach the datasets separately, or ingest one of them again into a new dataset."
+        )
 
 
 def open_dataset(source: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:

@@ -174,8 +174,9 @@ def schema_document() -> dict:
         "schema_version": SCHEMA_VERSION,
         "written_by": f"bufferhouse {__version__}",
         "partitioning": {"flavor": "hive", "columns": {PARTITION: "BIGINT"}},
-        "deduplication": "A module (module_id) may appear under several run_id partitions; "
-        "keep the lowest run_id and the rows of that (module_id, run_id) only.",
+        "deduplication": "A module (content_hash) may appear under several run_id partitions, "
+        "each copy with its own module_id; keep the copy with the lowest run_id (then "
+        "module_id) and the rows of that (module_id, run_id) only.",
         "tables": tables,
     }
 
@@ -197,9 +198,12 @@ the run of their module, so tables without a `run_id` column gain one when read
 as a Hive dataset; drop it to get the warehouse's columns.
 
 A module may be present under more than one run (several machines parsed the
-same dump). Keep, per `module_id`, the lowest `run_id` of `modules`, and of the
-other tables the rows with that `(module_id, run_id)`; `labels` is the union
-over the copies. `bufferhouse attach` and `bufferhouse.spark.register` do this.
+same dump), each copy under its own `module_id` (ids grow in the order a writer
+wrote its modules; `content_hash` is the module's identity). Keep, per
+`content_hash`, the copy of `modules` with the lowest `run_id`, and of the
+other tables the rows with that copy's `(module_id, run_id)`; `labels` is the
+union over the copies. `bufferhouse attach` and `bufferhouse.spark.register`
+do this.
 
 ```sh
 bufferhouse attach THIS_DIR --db fleet-views.duckdb   # DuckDB views + bh_* macros

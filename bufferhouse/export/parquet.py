@@ -19,7 +19,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -258,7 +258,8 @@ def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) 
     """One table of a dataset as the warehouse has it: declared columns, order and types.
 
     Without `dedup`, every copy of every row (all parts, all runs); with it,
-    only the rows of each module's representative copy (lowest run_id).
+    only the rows of each module's representative copy: per content_hash the
+    lowest run_id (then module_id), each copy having its own module_id.
     """
     root = Path(os.fspath(root))
     if name not in TABLES_BY_NAME:
@@ -292,16 +293,17 @@ def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
         con.register("raw_modules", modules)
         con.register("raw", data)
         keep = (
-            "SELECT module_id, run_id FROM raw_modules "
-            "QUALIFY row_number() OVER (PARTITION BY module_id ORDER BY run_id, content_hash) = 1"
+            "SELECT module_id, run_id, content_hash FROM raw_modules "
+            "QUALIFY row_number() OVER (PARTITION BY content_hash ORDER BY run_id, module_id) = 1"
         )
         if name == "modules":
             sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
         elif name == "labels":
-            # every copy's labels count, like a re-ingest that adds labels
+            # every copy's labels count (on the kept copy), like a re-ingest that adds labels
             sql = (
-                "SELECT r.module_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
-                "SEMI JOIN raw_modules AS k USING (module_id) GROUP BY ALL"
+                "SELECT k.module_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
+                "JOIN raw_modules AS c USING (module_id) "
+                f"JOIN ({keep}) AS k ON k.content_hash = c.content_hash GROUP BY ALL"
             )
         elif name == "diagnostics":
             sql = (
@@ -316,18 +318,18 @@ def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
         con.close()
 
 
-def known_hashes(root: str | os.PathLike[str]) -> set[str]:
-    """Content hashes of the modules already in a dataset (to skip them on a re-run)."""
+def known_module_ids(root: str | os.PathLike[str]) -> dict[str, int]:
+    """content_hash -> module_id of the modules already in a dataset (to skip them on a
+    re-run and label them; of a module held twice, its lowest id)."""
     base = Path(os.fspath(root)) / "modules"
     files = [str(p) for p in base.rglob("*.parquet")] if base.is_dir() else []
     if not files:
-        return set()
-    return set(
-        pads.dataset(files, format="parquet")
-        .to_table(columns=["content_hash"])
-        .column(0)
-        .to_pylist()
-    )
+        return {}
+    held = pads.dataset(files, format="parquet").to_table(columns=["content_hash", "module_id"])
+    ids: dict[str, int] = {}
+    for content_hash, module_id in zip(*held.to_pydict().values()):
+        ids[content_hash] = min(module_id, ids.get(content_hash, module_id))
+    return ids
 
 
 # --- writing parts -------------------------------------------------------------
@@ -360,7 +362,8 @@ class PartWriter(ModuleBuffer):
     Driven by the same ingest loop as the warehouse's ModuleWriter
     (`bufferhouse.ingest.run_batches`). A flush writes one file per table
     (named by a token unique to this writer and a counter), the `modules` file
-    last.
+    last. `held`: the dataset's modules (`known_module_ids`), skipped and only
+    labelled if met again.
     """
 
     def __init__(
@@ -371,8 +374,9 @@ class PartWriter(ModuleBuffer):
         max_modules: int = 4096,
         max_rows: int = 4_000_000,
         token: str | None = None,
+        held: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(run_id, labels, max_modules, max_rows)
+        super().__init__(run_id, labels, max_modules, max_rows, held)
         self.root = root
         self.token = token or part_token()
         self._parts = 0
@@ -446,8 +450,9 @@ def ingest_to_parquet(
     Any number of these may write into one dataset at once, from any number of
     machines sharing the directory: each claims its own run_id and writes
     uniquely named part files. Modules whose content hash the dataset already
-    holds are skipped; one that two writers add at once is kept twice and
-    de-duplicated by the readers (attach, spark.register).
+    holds are skipped; one that two writers add at once is kept twice (under
+    two module ids) and de-duplicated by content_hash by the readers (attach,
+    spark.register).
     """
     started = time.monotonic()
     paths = [os.fspath(p) for p in paths]
@@ -458,9 +463,13 @@ def ingest_to_parquet(
     root.mkdir(parents=True, exist_ok=True)
     check_schema_version(root)
     groups = discover(paths)
-    known = known_hashes(root)
     writer = PartWriter(
-        root, reserve_run(root), label_pairs, max_modules=max_modules, max_rows=max_rows
+        root,
+        reserve_run(root),
+        label_pairs,
+        max_modules=max_modules,
+        max_rows=max_rows,
+        held=known_module_ids(root),
     )
     writer.start(paths)
     report = IngestReport(str(root), writer.run_id)
@@ -468,7 +477,6 @@ def ingest_to_parquet(
         groups,
         writer,
         report,
-        known,
         jobs=jobs,
         max_bytes=max_bytes,
         strict=strict,

@@ -2,7 +2,9 @@
 
 Parsing runs in worker processes (one module per task); the parent process is
 the single DuckDB writer and commits each module whole. A module whose content
-hash is already in the warehouse is not parsed again.
+hash is already in the warehouse is not parsed again. Workers do not know
+module ids: the writer assigns them (growing in ingest order) as it takes
+each module.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import socket
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -27,7 +29,12 @@ import pyarrow as pa
 from bufferhouse import __version__
 from bufferhouse.errors import BufferhouseError, DumpError, WarehouseError
 from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
-from bufferhouse.ingest.load import ModuleBuffer, ModuleWriter, module_tables
+from bufferhouse.ingest.load import (
+    UNASSIGNED_MODULE_ID,
+    ModuleBuffer,
+    ModuleWriter,
+    module_tables,
+)
 from bufferhouse.ingest.parse import ParsedModule, parse_module
 from bufferhouse.ingest.reader import content_digest, file_name, read_lines
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
@@ -89,10 +96,6 @@ class IngestReport:
         return not self.failed and not self.stopped_early
 
 
-def module_id_of(content_hash: str) -> int:
-    return int.from_bytes(bytes.fromhex(content_hash[:16]), "big", signed=True)
-
-
 @dataclass
 class _Parsed:
     """What a worker sends back: everything the writer needs, nothing it must recompute."""
@@ -108,12 +111,15 @@ class _Parsed:
 
 def parse_files(
     files: ModuleFiles,
-    known: frozenset[str] | set[str] = frozenset(),
+    known: Container[str] = frozenset(),
     max_bytes: int | None = None,
     *,
     accelerate: bool = True,
 ) -> _Parsed:
-    """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises."""
+    """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
+
+    The rows carry UNASSIGNED_MODULE_ID; the sink that takes the module sets its id.
+    """
     if files.problems and files.buffer_assignment is None:
         return _Parsed("failed", error=files.problems[0])
     dump_files = files.dump_files()
@@ -127,9 +133,8 @@ def parse_files(
         return _Parsed("present", content_hash=digest, bytes_read=nbytes)
     try:
         parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
-        module_id = module_id_of(digest)
-        row = _module_row(files, parsed, digest, module_id, nbytes)
-        tables = module_tables(module_id, parsed)
+        row = _module_row(files, parsed, digest, nbytes)
+        tables = module_tables(UNASSIGNED_MODULE_ID, parsed)
         pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
     except DumpError as exc:
         return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=exc)
@@ -167,9 +172,7 @@ def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
     return DumpError(files.display, 0, f"a number is too large for its column ({exc})")
 
 
-def _module_row(
-    files: ModuleFiles, parsed: ParsedModule, digest: str, module_id: int, nbytes: int
-) -> dict:
+def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: int) -> dict:
     stem = text_path(files.stem)  # file names need not be UTF-8
     parts = stem_parts(stem)
     facts = parsed.facts
@@ -178,7 +181,7 @@ def _module_row(
         [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
     )
     return {
-        "module_id": module_id,
+        "module_id": UNASSIGNED_MODULE_ID,
         "content_hash": digest,
         "run_id": None,
         "module_name": parts["module_name"] or stem,
@@ -314,13 +317,11 @@ def ingest_paths(
         run_id = int(datetime.now(timezone.utc).timestamp() * 1_000_000)
         report = IngestReport(path, run_id)
         run_row = run_record(run_id, paths, label_pairs)
-        known = {r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()}
         writer = ModuleWriter(con, run_id, label_pairs, run_row=run_row)
         run_batches(
             groups,
             writer,
             report,
-            known,
             jobs=jobs,
             max_bytes=max_bytes,
             strict=strict,
@@ -366,7 +367,6 @@ def run_batches(
     groups: list[ModuleFiles],
     writer: ModuleBuffer,
     report: IngestReport,
-    known: set[str],
     *,
     jobs: int | None = None,
     max_bytes: int | None = None,
@@ -375,10 +375,12 @@ def run_batches(
 ) -> None:
     """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
 
-    The one ingest loop, whatever the sink: modules whose content hash is in
-    `known` are not parsed again (only labelled), every outcome lands in
-    `report`, and a loaded module is reported once its batch is written.
+    The one ingest loop, whatever the sink: modules whose content hash the
+    sink holds (`writer.module_ids`, this run's included) are not parsed again
+    (only labelled), every outcome lands in `report`, and a loaded module is
+    reported once its batch is written.
     """
+    known = writer.module_ids
     if jobs is None:
         # Worker processes take about a second to start (imports); below a few
         # dozen MB of dumps one process finishes sooner.
@@ -405,7 +407,7 @@ def run_batches(
 
     try:
         for files, result in results:
-            outcome = _stage(writer, files, result, known)
+            outcome = _stage(writer, files, result)
             if outcome.status == "loaded":
                 waiting.append(outcome)
             else:
@@ -422,23 +424,19 @@ def run_batches(
             close()
 
 
-def _stage(
-    writer: ModuleBuffer, files: ModuleFiles, result: _Parsed, known: set[str]
-) -> ModuleOutcome:
+def _stage(writer: ModuleBuffer, files: ModuleFiles, result: _Parsed) -> ModuleOutcome:
     """Queue a parsed module for the next batch (or record why it is not loaded)."""
     if result.status == "failed":
         assert result.error is not None
         writer.add_failure(result.error)
         return ModuleOutcome(files, "failed", error=result.error, bytes_read=result.bytes_read)
-    module_id = module_id_of(result.content_hash) if result.content_hash else None
-    if result.status == "present" or result.content_hash in known:
+    assert result.content_hash is not None
+    if result.status == "present" or result.content_hash in writer.module_ids:
         # The same content seen again (this run or an earlier one): only new labels land.
-        if module_id is not None:
-            writer.add_labels(module_id)
+        module_id = writer.add_labels(result.content_hash)
         return ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
     assert result.module_row is not None and result.tables is not None
-    writer.add(result.module_row, result.tables, result.warnings)
-    known.add(result.content_hash)
+    module_id = writer.add(result.module_row, result.tables, result.warnings)
     return ModuleOutcome(
         files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read
     )

@@ -9,6 +9,7 @@ or a failed write never leaves part of a module behind.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 
 import duckdb
 import pyarrow as pa
@@ -17,6 +18,7 @@ from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.ingest.discover import text_path
 from bufferhouse.ingest.parse import ParsedModule
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema, quote_identifier
+from bufferhouse.schema.ids import ModuleIds
 
 
 def module_tables(module_id: int, parsed: ParsedModule) -> dict[str, pa.Table]:
@@ -58,11 +60,25 @@ def _diagnostic_rows(
     ]
 
 
+#: module_id of the rows a parser returns: the sink that takes the module assigns the real one.
+UNASSIGNED_MODULE_ID = 0
+
+
+def with_module_id(data: pa.Table, module_id: int) -> pa.Table:
+    """`data` with its first column (module_id) set to `module_id`: one constant array, cheap."""
+    return data.set_column(
+        0, data.schema.field(0), pa.repeat(pa.scalar(module_id, pa.int64()), data.num_rows)
+    )
+
+
 class ModuleBuffer:
     """Whole parsed modules waiting to be written, and the sink-independent bookkeeping.
 
     The ingest loop (`run_batches`) drives any subclass: the warehouse's
     ModuleWriter and the Parquet export's PartWriter implement `flush`.
+    The sink, not the parser, gives each module its id (see schema.ids), so
+    ids grow in the order modules are written. `held` maps the content hash
+    of every module the sink already has to its id; new ids go above them.
     """
 
     def __init__(
@@ -71,11 +87,15 @@ class ModuleBuffer:
         labels: list[tuple[str, str]],
         max_modules: int = 256,
         max_rows: int = 2_000_000,
+        held: Mapping[str, int] | None = None,
     ) -> None:
         self.run_id = run_id
         self.labels = labels
         self.max_modules = max_modules
         self.max_rows = max_rows
+        #: content_hash -> module_id of every module the sink holds, this run's included.
+        self.module_ids: dict[str, int] = dict(held or {})
+        self.ids = ModuleIds(after=max(self.module_ids.values(), default=None))
         self._clear()
 
     def _clear(self) -> None:
@@ -85,24 +105,31 @@ class ModuleBuffer:
         self._present_labels: list[int] = []
         self._rows = 0
 
-    def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> None:
+    def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> int:
+        """Buffer a parsed module under a newly assigned module_id, which it returns."""
+        module_id = self.ids.next()
+        self.module_ids[module_row["content_hash"]] = module_id
         counts = {name: data.num_rows for name, data in tables.items()}
-        self._modules.append(dict(module_row, run_id=self.run_id, row_counts=counts))
+        self._modules.append(
+            dict(module_row, module_id=module_id, run_id=self.run_id, row_counts=counts)
+        )
         for name, data in tables.items():
             if data.num_rows:
-                self._tables.setdefault(name, []).append(data)
+                self._tables.setdefault(name, []).append(with_module_id(data, module_id))
                 self._rows += data.num_rows
-        self._diagnostics += _diagnostic_rows(
-            self.run_id, module_row["module_id"], warnings, "warning"
-        )
+        self._diagnostics += _diagnostic_rows(self.run_id, module_id, warnings, "warning")
+        return module_id
 
     def add_failure(self, error: DumpError) -> None:
         self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
 
-    def add_labels(self, module_id: int) -> None:
-        """Give this run's labels to a module the sink already holds (if it lacks them)."""
-        if self.labels:
+    def add_labels(self, content_hash: str) -> int | None:
+        """Give this run's labels to a module the sink already holds (if it lacks them);
+        returns its module_id (None if the sink does not hold it)."""
+        module_id = self.module_ids.get(content_hash)
+        if self.labels and module_id is not None:
             self._present_labels.append(module_id)
+        return module_id
 
     @property
     def full(self) -> bool:
@@ -145,7 +172,8 @@ class ModuleWriter(ModuleBuffer):
         max_rows: int = 2_000_000,
         run_row: dict | None = None,
     ) -> None:
-        super().__init__(run_id, labels, max_modules, max_rows)
+        held = dict(con.execute("SELECT content_hash, module_id FROM modules").fetchall())
+        super().__init__(run_id, labels, max_modules, max_rows, held)
         self.con = con
         #: The run's row in `runs`, written with the first batch: a run that
         #: writes nothing (killed, disk full, nothing new) leaves no trace.

@@ -2,7 +2,7 @@
 -- description: One row per module: identity, labels, counts, the three peaks and XLA's category sums.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or content-hash prefix; NULL for all.
 -- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
--- column module_id: Module identity (from the content hash).
+-- column module_id: Module (modules.module_id; grows with ingest order).
 -- column module_name: Module name (jit name).
 -- column module_number: XLA's module counter from the file name.
 -- column backend: cpu, gpu, tpu or unknown.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -61,13 +61,16 @@ MODULES = Table(
         _c(
             "module_id",
             "BIGINT",
-            "Identity of the module: first 8 bytes of content_hash as a signed integer.",
+            "Warehouse key of the module, growing with ingest order so that one module's rows sit"
+            " together and scoped queries skip the rest: (unix milliseconds << 20) | 19 random bits,"
+            " or the writer's previous id + 1 if larger. Local to a warehouse or dataset;"
+            " content_hash identifies a module across them.",
             False,
         ),
         _c(
             "content_hash",
             "VARCHAR",
-            "SHA-256 over the base names and bytes of the module's files; re-ingesting the same files adds nothing.",
+            "SHA-256 over the base names and bytes of the module's files: the module's identity everywhere (re-ingesting the same files adds nothing).",
             False,
         ),
         _c("run_id", "BIGINT", "Ingest run that first loaded the module (runs.run_id)."),

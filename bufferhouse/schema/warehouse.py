@@ -2,7 +2,8 @@
 
 DuckDB allows one writing process per file. Writers wait for a lock up to a
 deadline and then fail with a message that says who holds it; readers open
-read-only so any number of them can share the file.
+read-only so any number of them can share the file. A writer that opens a
+warehouse of an older schema version upgrades it in place (`upgrade`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import time
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from bufferhouse.errors import SchemaVersionError, WarehouseError, WarehouseLockedError
-from bufferhouse.schema.tables import SCHEMA_VERSION
+from bufferhouse.schema.ids import ModuleIds
+from bufferhouse.schema.tables import MODULE_TABLES, SCHEMA_VERSION
 
 ENV_DB = "BUFFERHOUSE_DB"
 DEFAULT_DB = "bufferhouse.duckdb"
@@ -134,12 +137,81 @@ def check_version(con: duckdb.DuckDBPyConnection, path: str) -> None:
         raise WarehouseError(
             f"{path} is a DuckDB file but not a bufferhouse warehouse (no schema_info)"
         )
+    if version in _UPGRADES:
+        raise SchemaVersionError(
+            f"{path} has warehouse schema version {version}; this bufferhouse reads version "
+            f"{SCHEMA_VERSION}. Open it for writing once to upgrade it in place "
+            f"('bufferhouse ingest DUMPS --db {path}', with any dumps, or "
+            "bufferhouse.connect(PATH, read_only=False)); see CHANGELOG.md."
+        )
     if version != SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{path} has warehouse schema version {version}; this bufferhouse reads version "
             f"{SCHEMA_VERSION}. Re-ingest the dumps into a new file, or use the bufferhouse release "
             "that wrote it (see CHANGELOG.md)."
         )
+
+
+def _renumber_modules(con: duckdb.DuckDBPyConnection) -> None:
+    """1 -> 2: module ids were the content hash's first 8 bytes, random, so zone maps
+    never skipped a row group. Give every module a new id in insertion order (the
+    order its rows are stored in), in every table that names modules."""
+    from bufferhouse.schema import quote_identifier
+
+    old = [r[0] for r in con.execute("SELECT module_id FROM modules ORDER BY rowid").fetchall()]
+    ids = ModuleIds()
+    renumber = pa.table(
+        {
+            "old_id": pa.array(old, pa.int64()),
+            "new_id": pa.array([ids.next() for _ in old], pa.int64()),
+        }
+    )
+    con.register("_bh_renumber", renumber)
+    try:
+        for table in ("modules", "labels", *(t.name for t in MODULE_TABLES), "diagnostics"):
+            name = quote_identifier(table)
+            con.execute(
+                f"UPDATE {name} SET module_id = r.new_id FROM _bh_renumber AS r "
+                f"WHERE {name}.module_id = r.old_id"
+            )
+    finally:
+        con.unregister("_bh_renumber")
+
+
+#: Schema version -> the step that brings a warehouse of that version to the next.
+_UPGRADES = {1: _renumber_modules}
+
+
+def upgrade(con: duckdb.DuckDBPyConnection, path: str) -> None:
+    """Bring a warehouse of an older schema version to this one, in one transaction.
+
+    A failure leaves the file as it was. Refreshes the column docs and
+    checkpoints, so the rewritten columns get their new min/max statistics.
+    """
+    from bufferhouse.schema import comment_statements
+
+    version = schema_version(con)
+    if version not in _UPGRADES:
+        return
+    con.execute("BEGIN TRANSACTION")
+    try:
+        while version in _UPGRADES:
+            _UPGRADES[version](con)
+            version += 1
+        for statement in comment_statements():
+            con.execute(statement)
+        con.execute("UPDATE schema_info SET value = ? WHERE key = 'schema_version'", [str(version)])
+        con.execute("COMMIT")
+    except Exception as exc:
+        with contextlib.suppress(duckdb.Error):
+            con.execute("ROLLBACK")
+        if isinstance(exc, duckdb.Error):
+            raise WarehouseError(
+                f"cannot upgrade warehouse {path} to schema version {SCHEMA_VERSION}: {exc}. "
+                "It is unchanged."
+            ) from None
+        raise
+    con.execute("CHECKPOINT")
 
 
 def connect(
@@ -149,6 +221,8 @@ def connect(
     path = os.fspath(db) if db is not None else default_db()
     con = open_connection(path, read_only=read_only, wait=wait)
     try:
+        if not read_only:
+            upgrade(con, path)
         check_version(con, path)
     except Exception:
         con.close()
@@ -161,12 +235,14 @@ def database_path(db: str | os.PathLike[str] | None) -> str:
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
-    """Create the tables in a new warehouse (idempotent); refuse another version."""
+    """Create the tables in a new warehouse (idempotent), upgrade an older version,
+    refuse any other."""
     from bufferhouse.schema import comment_statements, create_statements
     from bufferhouse.schema.tables import MEMORY_SPACE_NAMES
 
     version = schema_version(con)
     if version is not None:
+        upgrade(con, path)
         check_version(con, path)
         return
     existing = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]

@@ -1,0 +1,257 @@
+"""Module ids grow in ingest order, so one module's rows sit in their own row groups.
+
+With ids taken from content hashes, every row group's min/max spanned all of
+int64 and a query for one module read the whole table; these tests fail that way.
+"""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+import duckdb
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+
+import bufferhouse
+from bufferhouse.check import check_warehouse
+from bufferhouse.cli import main
+from bufferhouse.errors import SchemaVersionError, WarehouseError
+from bufferhouse.ingest import IngestReport, discover, run_batches, run_record
+from bufferhouse.ingest.load import ModuleWriter
+from bufferhouse.schema import MODULE_TABLES, SCHEMA_VERSION
+from bufferhouse.schema.ids import LOW_BITS, ModuleIds
+from bufferhouse.schema.warehouse import ensure_schema, schema_version
+from tests.conftest import CORPUS, SAMPLES
+
+#: Rows per DuckDB row group for the storage test: small, so the fixtures span many.
+ROW_GROUP_SIZE = 2048
+
+
+def test_allocator_strictly_increases_even_when_the_clock_steps_back():
+    now = [1_700_000_000_000]
+    ids = ModuleIds(clock=lambda: now[0])
+    taken = [ids.next() for _ in range(1000)]  # many in one millisecond
+    now[0] -= 60_000  # the clock goes back a minute
+    taken += [ids.next() for _ in range(10)]
+    now[0] += 3_600_000
+    taken.append(ids.next())
+    assert all(b > a for a, b in pairwise(taken))
+    assert taken[0] >> LOW_BITS == 1_700_000_000_000
+    assert taken[-1] >> LOW_BITS == now[0]  # a later clock is taken up again
+    assert ModuleIds(after=taken[-1] + 10**9, clock=lambda: now[0]).next() == taken[-1] + 10**9 + 1
+
+
+def test_ids_fit_bigint_until_2248():
+    year_2248_ms = (2248 - 1970) * 365 * 24 * 3600 * 1000
+    assert ModuleIds(clock=lambda: year_2248_ms).next() < 2**63
+    assert ModuleIds().next() > 0
+
+
+@pytest.fixture(scope="module")
+def small_groups_db(tmp_path_factory):
+    """Samples then one corpus version, in two runs, through the warehouse writer, with
+    small row groups (DuckDB takes the size when the file is attached, not from the file)."""
+    path = tmp_path_factory.mktemp("ids") / "small-groups.duckdb"
+    order = []
+    for run, tree in enumerate([SAMPLES, CORPUS / "jax-0.6.2"]):
+        con = duckdb.connect()
+        con.execute(
+            f"ATTACH '{path}' AS w (ROW_GROUP_SIZE {ROW_GROUP_SIZE}, STORAGE_VERSION 'v1.0.0')"
+        )
+        con.execute("USE w")
+        ensure_schema(con, str(path))
+        report = IngestReport(str(path), run_id=run + 1)
+        writer = ModuleWriter(
+            con, run + 1, [], max_modules=8, run_row=run_record(run + 1, [str(tree)], [])
+        )
+        run_batches(discover([str(tree)]), writer, report, jobs=1)
+        con.close()
+        assert report.ok and report.loaded
+        order += [o.module_id for o in report.loaded]
+    return path, order
+
+
+def test_ids_strictly_increase_in_ingest_order(small_groups_db):
+    path, order = small_groups_db
+    assert order == sorted(order) and len(set(order)) == len(order)
+    with duckdb.connect(str(path), read_only=True) as con:
+        stored = [
+            r[0] for r in con.execute("SELECT module_id FROM modules ORDER BY rowid").fetchall()
+        ]
+    assert stored == order  # the second run's ids are above the first run's
+
+
+def test_row_groups_hold_disjoint_id_ranges(small_groups_db):
+    """Each row group's module_id min/max lies above the previous one's: zone maps prune."""
+    path, _ = small_groups_db
+    spanning = 0
+    with duckdb.connect(str(path), read_only=True) as con:
+        for table in MODULE_TABLES:
+            groups = con.execute(
+                "SELECT row_group_id, stats FROM pragma_storage_info(?) "
+                "WHERE column_name = 'module_id' AND segment_type <> 'VALIDITY' "
+                "ORDER BY row_group_id, start",
+                [table.name],
+            ).fetchall()
+            ranges: dict[int, tuple[int, int]] = {}
+            for group, stats in groups:
+                low, high = int(stats["min"]), int(stats["max"])
+                seen = ranges.get(group, (low, high))
+                ranges[group] = (min(seen[0], low), max(seen[1], high))
+            spans = [ranges[g] for g in sorted(ranges)]
+            if len(spans) > 1:
+                spanning += 1
+            for (_, high), (low, _) in pairwise(spans):
+                assert high <= low, (table.name, spans)
+    assert spanning >= 4  # the property was tested on tables of several row groups
+
+
+def test_check_passes_on_many_row_groups(small_groups_db):
+    """`bufferhouse check` agrees (the damage it finds is in test_check)."""
+    path, _ = small_groups_db
+    report = check_warehouse(path)
+    assert report.ok, report.lines()
+    assert report.checks["module ids"] == 0
+
+
+# --- upgrading a version-1 warehouse -------------------------------------------------
+
+
+def _hash_id(content_hash: str) -> int:
+    """How schema version 1 named a module: the hash's first 8 bytes, signed."""
+    return int.from_bytes(bytes.fromhex(content_hash[:16]), "big", signed=True)
+
+
+def _as_version_1(db) -> dict[str, int]:
+    """Turn a warehouse back into what version 1 wrote (hash ids, version 1, with a
+    warning of a loaded module); returns content_hash -> its version-1 id."""
+    with duckdb.connect(str(db)) as con:
+        pairs = con.execute("SELECT module_id, content_hash FROM modules").fetchall()
+        old = {h: _hash_id(h) for _, h in pairs}
+        con.register(
+            "v1_ids",
+            pa.table(
+                {
+                    "new_id": [m for m, _ in pairs],
+                    "old_id": [old[h] for _, h in pairs],
+                }
+            ),
+        )
+        for table in ("modules", "labels", *(t.name for t in MODULE_TABLES), "diagnostics"):
+            con.execute(
+                f'UPDATE "{table}" SET module_id = v1_ids.old_id FROM v1_ids '
+                f'WHERE "{table}".module_id = v1_ids.new_id'
+            )
+        first = pairs[0][1]
+        con.execute(
+            "INSERT INTO diagnostics VALUES (1, ?, 'x.txt', 3, 'warning', 'a v1 warning')",
+            [old[first]],
+        )
+        con.execute("UPDATE schema_info SET value = '1' WHERE key = 'schema_version'")
+        con.execute("CHECKPOINT")
+    return old
+
+
+@pytest.fixture
+def version_1_db(tmp_path):
+    db = tmp_path / "v1.duckdb"
+    assert bufferhouse.ingest([SAMPLES, CORPUS / "jax-0.7.2"], db=db, labels=["k=v"], jobs=1).ok
+    with duckdb.connect(str(db), read_only=True) as con:
+        before = {
+            name: sorted(
+                con.execute(
+                    f'SELECT m.content_hash, t.* EXCLUDE (module_id) FROM "{name}" t '
+                    "JOIN modules m USING (module_id)"
+                ).fetchall(),
+                key=repr,
+            )
+            for name in ("labels", *(t.name for t in MODULE_TABLES))
+        }
+    _as_version_1(db)
+    return db, before
+
+
+def test_readers_of_version_1_are_told_how_to_upgrade(version_1_db):
+    db, _ = version_1_db
+    with pytest.raises(SchemaVersionError, match="Open it for writing once to upgrade it in place"):
+        bufferhouse.query("modules", db=db)
+    result = CliRunner().invoke(main, ["query", "modules", "--db", str(db)])
+    assert result.exit_code != 0 and "bufferhouse ingest DUMPS --db" in result.stderr
+
+
+def test_a_writer_upgrades_version_1_in_place(version_1_db):
+    db, before = version_1_db
+    report = bufferhouse.ingest([SAMPLES], db=db, labels=["again=yes"], jobs=1)
+    assert report.ok and not report.loaded and len(report.present) == 5
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert schema_version(con) == SCHEMA_VERSION
+        ids = [r[0] for r in con.execute("SELECT module_id FROM modules ORDER BY rowid").fetchall()]
+        assert ids == sorted(ids) and ids[0] > 0  # renumbered in insertion order
+        for name, rows in before.items():  # every row kept, under its module's new id
+            after = con.execute(
+                f'SELECT m.content_hash, t.* EXCLUDE (module_id) FROM "{name}" t '
+                "JOIN modules m USING (module_id)"
+            ).fetchall()
+            if name == "labels":
+                after = [r for r in after if r[1] != "again"]
+            assert sorted(after, key=repr) == rows, name
+        warning = con.execute(
+            "SELECT count(*) FROM diagnostics d JOIN modules m USING (module_id) "
+            "WHERE d.message = 'a v1 warning'"
+        ).fetchall()[0][0]
+        assert warning == 1
+        relabelled = con.execute(
+            "SELECT count(DISTINCT module_id) FROM labels WHERE key = 'again'"
+        ).fetchall()[0][0]
+        assert relabelled == 5  # present modules found by content hash after the upgrade
+        doc = con.execute(
+            "SELECT comment FROM duckdb_columns() "
+            "WHERE table_name = 'modules' AND column_name = 'module_id'"
+        ).fetchall()[0][0]
+        assert "ingest order" in doc
+    assert check_warehouse(db).ok, check_warehouse(db).lines()
+
+
+def test_a_failed_upgrade_leaves_version_1(version_1_db, monkeypatch):
+    from bufferhouse.schema import warehouse
+
+    db, _ = version_1_db
+
+    def broken(con):
+        con.execute("UPDATE modules SET module_id = module_id + 1")
+        con.execute("SELECT * FROM no_such_table")
+
+    monkeypatch.setitem(warehouse._UPGRADES, 1, broken)
+    with pytest.raises(WarehouseError, match="It is unchanged"):
+        bufferhouse.connect(db, read_only=False)
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert schema_version(con) == 1
+        ids = {r[0] for r in con.execute("SELECT module_id FROM modules").fetchall()}
+        hashes = [r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()]
+    assert ids == {_hash_id(h) for h in hashes}
+
+
+# --- datasets: ids per writer, content_hash as identity ---------------------------------
+
+
+def test_attach_refuses_one_id_for_two_modules(tmp_path):
+    """Datasets merged by a glob: an id naming two content hashes is an error, not a mix."""
+    import pyarrow.parquet as pq
+
+    from bufferhouse.errors import ExportError
+    from bufferhouse.export import attach, ingest_to_parquet
+
+    first = ingest_to_parquet([SAMPLES], tmp_path / "sets" / "a", jobs=1)
+    second = ingest_to_parquet([CORPUS / "jax-0.6.2" / "fft_ops"], tmp_path / "sets" / "b", jobs=1)
+    assert first.loaded and second.loaded
+    assert {o.module_id for o in first.loaded}.isdisjoint(o.module_id for o in second.loaded)
+    attach(tmp_path / "sets" / "*", tmp_path / "both.duckdb")  # two datasets, no clash
+    (part,) = (tmp_path / "sets" / "b" / "modules").rglob("*.parquet")
+    modules = pq.read_table(part)
+    ids = modules.column("module_id").to_pylist()
+    ids[0] = first.loaded[0].module_id
+    pq.write_table(modules.set_column(0, "module_id", pa.array(ids, pa.int64())), part)
+    with pytest.raises(ExportError, match=f"module_id {ids[0]} names two different modules"):
+        attach(tmp_path / "sets" / "*", tmp_path / "clash.duckdb")
+    assert not (tmp_path / "clash.duckdb").exists()
