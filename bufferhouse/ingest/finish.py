@@ -402,7 +402,9 @@ def _instructions(
     read: Callable[[str], Iterable[tuple[int, str]]],
 ) -> pa.Table:
     """One row per distinct defining instruction, from the first text printed for it."""
-    used = s.used.filter(pc.is_valid(s.used["text"]))
+    used = s.used
+    if used["text"].null_count:
+        used = used.filter(pc.is_valid(used["text"]))
     names = _lookup(used, ["value_id"], s.values.select(["value_id", "instruction"]), "instruction")
     if isinstance(names, pa.ChunkedArray):
         names = names.combine_chunks()
@@ -622,91 +624,120 @@ def _heap_peaks(
             temps_by_color.setdefault(color, []).append(idx)
         else:
             c["indefinite"] += size
-    temp_allocs = [idx for idxs in temps_by_color.values() for idx in idxs]
+    temp_allocs = pa.array([idx for idxs in temps_by_color.values() for idx in idxs], pa.int64())
     values = s.values
     temp_values = values.filter(
         pc.and_(
-            pc.is_in(values["allocation"], value_set=pa.array(temp_allocs, pa.int64())),
+            pc.is_in(values["allocation"], value_set=temp_allocs),
             pc.not_equal(values["size"], 0),
         )
     )
     # value -> (start, end): each live entry resolved to its value; the last entry wins.
     live_vid = _lookup(live_last, ["instruction", "shape_index"], value_keys, "value_id")
-    live_by_value: dict[int, tuple[int, int]] = {}
-    for vid, start, end in zip(
-        live_vid.to_pylist(), live_last["start_time"].to_pylist(), live_last["end_time"].to_pylist()
-    ):
-        if vid is not None:
-            live_by_value[vid] = (start, end)
-    by_alloc: dict[int, list[tuple[int, int, int]]] = {}
-    for vid, alloc, offset, size in zip(
-        temp_values["value_id"].to_pylist(),
-        temp_values["allocation"].to_pylist(),
-        temp_values["byte_offset"].to_pylist(),
-        temp_values["size"].to_pylist(),
-    ):
-        by_alloc.setdefault(alloc, []).append((vid, offset, size))
-    alloc_max: dict[int, int | None] = {}
-    rows = []
+    where = pc.index_in(temp_values["value_id"], value_set=live_vid).to_numpy(zero_copy_only=False)
     end_of_time = s.schedule_length if s.schedule_length is not None else 0
+    found = ~np.isnan(where) if where.dtype.kind == "f" else np.ones(len(where), dtype=bool)
+    rows_at = np.where(found, np.nan_to_num(where), 0).astype(np.int64)
+    starts = np.where(
+        found, live_last["start_time"].to_numpy()[rows_at] if len(live_last) else 0, 0
+    )
+    ends = np.where(
+        found, live_last["end_time"].to_numpy()[rows_at] if len(live_last) else 0, end_of_time
+    )
+    offset = temp_values["byte_offset"].to_numpy()
+    time, alloc, delta = _in_use_events(
+        temp_values["allocation"].to_numpy(),
+        offset,
+        offset + temp_values["size"].to_numpy(),
+        starts,
+        ends,
+    )
+    alloc_max: dict[int, int | None] = _max_per_alloc(time, alloc, delta)
+    rows = []
     for color in sorted(colors):
         c = colors[color]
-        if not has_live and temps_by_color.get(color):
-            for idx in temps_by_color[color]:
+        temps = temps_by_color.get(color, [])
+        if not has_live and temps:
+            for idx in temps:
                 alloc_max[idx] = None
             rows.append((color, c["total"], c["indefinite"], c["temp"], None, None, None))
             continue
-        events: dict[int, list[tuple[int, tuple[int, int], int]]] = {}
-        for idx in temps_by_color.get(color, []):
-            alloc_max[idx] = 0
-            for vid, offset, size in by_alloc.get(idx, []):
-                start, end = live_by_value.get(vid, (0, end_of_time))
-                iv = (offset, offset + size)
-                events.setdefault(start, []).append((idx, iv, 1))
-                events.setdefault(end + 1, []).append((idx, iv, -1))
-        best, best_t = _sweep(events, alloc_max)
+        for idx in temps:
+            alloc_max.setdefault(idx, 0)
+        mine = np.isin(alloc, np.array(temps, dtype=np.int64))
+        best, best_t = _peak(time[mine], delta[mine])
         rows.append(
             (color, c["total"], c["indefinite"], c["temp"], best, c["indefinite"] + best, best_t)
         )
     return rows, alloc_max
 
 
-def _sweep(
-    events: dict[int, list[tuple[int, tuple[int, int], int]]], alloc_max: dict[int, int | None]
-) -> tuple[int, int | None]:
-    """Walk the events in time order; returns (most bytes in use at once, first time reached)."""
-    active: dict[int, dict[tuple[int, int], int]] = {}
-    in_use: dict[int, int] = {}
-    best, best_t, current = 0, 0 if events else None, 0
-    for t in sorted(events):
-        touched = set()
-        for idx, iv, delta in events[t]:
-            bucket = active.setdefault(idx, {})
-            n = bucket.get(iv, 0) + delta
-            if n:
-                bucket[iv] = n
-            else:
-                bucket.pop(iv, None)
-            touched.add(idx)
-        for idx in touched:
-            current -= in_use.get(idx, 0)
-            in_use[idx] = _union_length(active[idx])
-            current += in_use[idx]
-            if in_use[idx] > (alloc_max.get(idx) or 0):
-                alloc_max[idx] = in_use[idx]
-        if current > best:
-            best, best_t = current, t
-    return best, best_t
+def _in_use_events(
+    alloc: np.ndarray, lo: np.ndarray, hi: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(time, allocation, +/-bytes) at which bytes of each allocation come into and out of use.
+
+    Bytes in use = the union of the byte ranges [lo, hi) of values live then
+    (steps start..end, inclusive). Each allocation's range boundaries cut it
+    into segments; a segment is in use while any value covering it is live, so
+    overlapping live times on one segment merge and aliases count once.
+    """
+    n = len(alloc)
+    if n == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    points = np.rec.fromarrays([np.r_[alloc, alloc], np.r_[lo, hi]], names="a,x")
+    unique, inverse = np.unique(points, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    first, stop = inverse[:n], inverse[n:]  # segments first..stop-1 of each value
+    seg_alloc = unique["a"]
+    seg_len = np.r_[np.diff(unique["x"]), 0]
+    counts = stop - first
+    pair_seg = np.repeat(first, counts) + (
+        np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    )
+    pair_start = np.repeat(start, counts)
+    pair_end = np.repeat(end, counts)
+    order = np.lexsort((pair_start, pair_seg))
+    pair_seg, pair_start, pair_end = pair_seg[order], pair_start[order], pair_end[order]
+    # Merge the live times of one segment: a new run starts past everything before it.
+    span = int(max(pair_end.max(), pair_start.max())) + 2
+    base = pair_seg * span
+    reach = np.maximum.accumulate(base + pair_end)
+    before = np.r_[-1, reach[:-1]] - base  # negative when the segment changes
+    new_run = before < pair_start
+    run_starts = np.flatnonzero(new_run)
+    run_end = np.maximum.reduceat(pair_end, run_starts)
+    run_seg = pair_seg[run_starts]
+    length = seg_len[run_seg]
+    time = np.r_[pair_start[run_starts], run_end + 1]
+    return time, np.r_[seg_alloc[run_seg], seg_alloc[run_seg]], np.r_[length, -length]
 
 
-def _union_length(intervals: dict[tuple[int, int], int]) -> int:
-    total = 0
-    cur_start = cur_end = -1
-    for start, end in sorted(intervals):
-        if start > cur_end:
-            total += cur_end - cur_start
-            cur_start, cur_end = start, end
-        elif end > cur_end:
-            cur_end = end
-    total += cur_end - cur_start
-    return total
+def _peak(time: np.ndarray, delta: np.ndarray) -> tuple[int, int | None]:
+    """Most bytes in use at once and the first step at which that is reached (0 when never)."""
+    if len(time) == 0:
+        return 0, None
+    order = np.argsort(time, kind="stable")
+    time, delta = time[order], delta[order]
+    steps, at = np.unique(time, return_index=True)
+    current = np.cumsum(np.add.reduceat(delta, at))
+    best = int(current.max())
+    if best <= 0:
+        return 0, 0
+    return best, int(steps[np.argmax(current == best)])
+
+
+def _max_per_alloc(time: np.ndarray, alloc: np.ndarray, delta: np.ndarray) -> dict[int, int | None]:
+    """Each allocation's most bytes in use at once (its events net to zero, so one running sum serves all)."""
+    if len(time) == 0:
+        return {}
+    order = np.lexsort((time, alloc))
+    time, alloc, delta = time[order], alloc[order], delta[order]
+    key_change = np.r_[True, (alloc[1:] != alloc[:-1]) | (time[1:] != time[:-1])]
+    at = np.flatnonzero(key_change)
+    current = np.cumsum(np.add.reduceat(delta, at))
+    group_alloc = alloc[at]
+    first = np.flatnonzero(np.r_[True, group_alloc[1:] != group_alloc[:-1]])
+    most = np.maximum.reduceat(current, first)
+    return {int(a): max(int(m), 0) for a, m in zip(group_alloc[first], most)}

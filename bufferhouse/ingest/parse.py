@@ -11,6 +11,8 @@ reported by one code path.
 
 from __future__ import annotations
 
+import pyarrow as pa
+
 from bufferhouse.ingest import vector
 from bufferhouse.ingest.finish import finish
 from bufferhouse.ingest.model import ParsedModule
@@ -49,4 +51,7 @@ def parse_module(
         if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
             p.features.add("split")
         scanned = p.scanned(ba_path)
-    return finish(scanned, files, hlo_path, read_lines)
+    parsed = finish(scanned, files, hlo_path, read_lines)
+    del scanned
+    pa.default_memory_pool().release_unused()  # a large module's scratch goes back to the OS
+    return parsed

@@ -21,6 +21,7 @@ import gzip
 import os
 import re
 import zlib
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -97,47 +98,44 @@ def _open(path: str):
     return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def _size_hint(path: str) -> int:
-    """Bytes of text in the file: its size, or for .gz the size its trailer records."""
-    size = os.path.getsize(path)
-    if path.endswith(".gz") and size >= 4:
-        with open(path, "rb") as f:
-            f.seek(-4, os.SEEK_END)
-            return int.from_bytes(f.read(4), "little")  # modulo 4 GiB: a hint only
-    return size
+def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
+    """(index of the first line, lines without their newlines) for ~64 MiB of whole lines at a time.
 
-
-def _lines(path: str) -> pa.LargeStringArray:
-    """All lines of the file, without their newlines, as one Arrow column.
-
-    Read a chunk at a time, so the text is held about once, not twice.
+    Reading a chunk at a time keeps a large dump's text out of memory: only
+    what is extracted from it stays.
     """
-    text = np.empty(_size_hint(path), dtype=np.uint8)  # grown only if the hint is short
-    size = 0
-    ends = []  # offset in `text` where each line ends
+    first = 0
+    rest = b""
     with _open(path) as f:
-        while chunk := f.read(_CHUNK):
-            if b"\r" in chunk or b"\0" in chunk:
-                raise _Irregular("CRLF or binary")  # the reference reads and words these
-            at = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
-            ends.append(size + at - np.arange(len(at)))
-            piece = np.frombuffer(chunk.replace(b"\n", b""), dtype=np.uint8)
-            if size + len(piece) > len(text):
-                grown = np.empty(max(2 * len(text), size + len(piece)), dtype=np.uint8)
-                grown[:size] = text[:size]
-                text = grown
-            text[size : size + len(piece)] = piece  # a line cut by the chunk ends in the next
-            size += len(piece)
-    if not size:
-        raise _Irregular("empty")
-    stops = np.concatenate(ends)
-    if not len(stops) or stops[-1] != size:
-        stops = np.append(stops, size)  # a last line without its newline
-    offsets = np.empty(len(stops) + 1, dtype=np.int64)
+        while True:
+            chunk = f.read(_CHUNK)
+            if not chunk:
+                break
+            chunk = rest + chunk
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                rest = chunk  # no whole line yet
+                continue
+            rest = chunk[cut:]
+            lines = _lines(chunk[:cut])
+            yield first, lines
+            first += len(lines)
+    if rest:
+        yield first, _lines(rest + b"\n")  # a last line without its newline
+    elif first == 0:
+        raise _Irregular("empty")  # the reference reads and words it
+
+
+def _lines(text: bytes) -> pa.LargeStringArray:
+    """The newline-terminated lines of `text`, without their newlines, as an Arrow column."""
+    if b"\r" in text or b"\0" in text:
+        raise _Irregular("CRLF or binary")  # the reference reads and words these
+    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10)
+    offsets = np.empty(len(ends) + 1, dtype=np.int64)
     offsets[0] = 0
-    offsets[1:] = stops
+    offsets[1:] = ends - np.arange(len(ends))  # each newline removed shifts what follows
     lines = pa.LargeStringArray.from_buffers(
-        len(stops), pa.py_buffer(offsets), pa.py_buffer(text[:size])
+        len(ends), pa.py_buffer(offsets), pa.py_buffer(text.replace(b"\n", b""))
     )
     try:
         lines.validate(full=True)
@@ -196,12 +194,108 @@ _REQUIRED = ["ba", "used", "lr", "seq", "blr", "peak"]
 
 
 def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str]) -> None:
-    """One file of the module: its bulk into `columns`, its structural lines through `p`."""
-    lines = _lines(path)
-    n = len(lines)
-    heads = pc.match_substring_regex(lines, _HEAD_PATTERN)
-    at = np.flatnonzero(heads.to_numpy(zero_copy_only=False))
-    kinds = [_head_kind(line) for line in pc.take(lines, pa.array(at)).to_pylist()]
+    """One file of the module, a chunk at a time: bulk lines extracted into `columns`,
+    structural lines through the state machine `p` in file order."""
+    pieces: dict[str, list] = {
+        k: [] for k in ("alloc", "alloc_line", "value", "value_line", "seq", "blr", "blr_line")
+    }
+    used = _UsedBlocks(p)
+    section: str | None = None  # the section the next line belongs to
+    p.begin_file()
+    total = 0
+    for first, lines in _chunks(path):
+        total = first + len(lines)
+        at = np.flatnonzero(
+            pc.match_substring_regex(lines, _HEAD_PATTERN).to_numpy(zero_copy_only=False)
+        )
+        kinds = [_head_kind(line) for line in pc.take(lines, pa.array(at)).to_pylist()]
+        _check_order(kinds, seen)
+        bounds = [0, *at.tolist(), len(lines)]
+        structural: list[np.ndarray] = []
+        for j in range(len(bounds) - 1):
+            if j:
+                if section == "used":
+                    used.end()
+                section = kinds[j - 1]
+                structural.append(np.array([bounds[j]]))
+            start = bounds[j] + (1 if j else 0)
+            body = lines[start : bounds[j + 1]]
+            at_line = first + start  # 0-based index in the file of body[0]
+            if section == "ba":
+                is_value = pc.starts_with(body, " value: ").to_numpy(zero_copy_only=False)
+                is_alloc = pc.starts_with(body, "allocation ").to_numpy(zero_copy_only=False)
+                pieces["alloc"].append(_extract(body.filter(pa.array(is_alloc)), _ALLOC))
+                pieces["alloc_line"].append(at_line + 1 + np.flatnonzero(is_alloc))
+                pieces["value"].append(_extract(body.filter(pa.array(is_value)), _VALUE))
+                pieces["value_line"].append(at_line + 1 + np.flatnonzero(is_value))
+                structural.append(start + np.flatnonzero(~(is_value | is_alloc)))
+            elif section == "used":
+                used.feed(body, at_line)
+            elif section in ("seq", "blr"):
+                pieces[section].append(_extract(body, _SEQ if section == "seq" else _BLR))
+                if section == "blr":
+                    pieces["blr_line"].append(at_line + 1 + np.arange(len(body)))
+            else:
+                structural.append(np.arange(start, bounds[j + 1]))
+            # The machine meets the structural lines of this segment in order.
+            rows = np.concatenate(structural) if structural else np.zeros(0, np.int64)
+            structural = []
+            for i, line in zip(
+                rows.tolist(), pc.take(lines, pa.array(rows, pa.int64())).to_pylist()
+            ):
+                used.leave_state_as_after_blocks()
+                p._line(path, first + i + 1, line)
+        del lines
+        pa.default_memory_pool().release_unused()  # give the chunk's memory back, not keep it
+    if section == "used":
+        used.end()
+    used.leave_state_as_after_blocks()
+    p.last_line = total
+    p.end_file(path)
+
+    if pieces["alloc"]:
+        if "values" in columns:
+            raise _Irregular("value lines in two files")
+        columns["allocs"] = _allocations(
+            path, pa.concat_arrays(pieces["alloc"]), np.concatenate(pieces["alloc_line"])
+        )
+        columns["values"] = _values(
+            p,
+            columns["allocs"],
+            pa.concat_arrays(pieces["value"]),
+            np.concatenate(pieces["value_line"]),
+        )
+    if used.blocks:
+        if "values" not in columns:
+            raise _Irregular("Used values before the allocations")
+        columns.update(used.columns(columns["values"]))
+    if pieces["seq"]:
+        sequence = pa.concat_arrays(pieces["seq"])
+        steps = _ints(sequence.field("step")).to_numpy()
+        if not np.array_equal(steps, np.arange(len(steps))):
+            raise _Irregular("InstructionSequence steps")
+        columns["sequence"] = pc.cast(sequence.field("name"), pa.string())
+    if pieces["blr"]:
+        live = pa.concat_arrays(pieces["blr"])
+        start, end = _ints(live.field("start")), _ints(live.field("end"))
+        if pc.any(pc.less(end, start)).as_py() or (
+            p.schedule_length is not None and pc.any(pc.greater(end, p.schedule_length)).as_py()
+        ):
+            raise _Irregular("live range bounds")
+        columns["live"] = pa.Table.from_arrays(
+            [
+                pc.cast(live.field("name"), pa.string()),
+                pc.cast(live.field("idx"), pa.string()),
+                start,
+                end,
+                pa.array(np.concatenate(pieces["blr_line"]), pa.int64()),
+            ],
+            schema=model.LIVE,
+        )
+
+
+def _check_order(kinds: list[str], seen: list[str]) -> None:
+    """Section headers come once each, in XLA's order, none required one skipped."""
     for kind in kinds:
         rank = _ORDER.index(kind)
         if (seen and _ORDER.index(seen[-1]) >= rank) or any(
@@ -209,81 +303,6 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
         ):
             raise _Irregular("sections out of order or missing")
         seen.append(kind)
-    bounds = dict(zip(kinds, zip(at.tolist(), [*at[1:].tolist(), n])))
-
-    bulk = np.zeros(n, dtype=bool)  # lines read here, not by the state machine
-    is_value = is_alloc = None
-    if "ba" in bounds:
-        start, end = bounds["ba"]
-        section = lines[start + 1 : end]
-        is_value = pc.starts_with(section, " value: ").to_numpy(zero_copy_only=False)
-        is_alloc = pc.starts_with(section, "allocation ").to_numpy(zero_copy_only=False)
-        bulk[start + 1 : end] = is_value | is_alloc
-    for kind in ("used", "seq", "blr"):
-        if kind in bounds:
-            start, end = bounds[kind]
-            bulk[start + 1 : end] = True
-    structural = np.flatnonzero(~bulk)
-    used_end, used_block = n + 1, None
-    if "used" in bounds:
-        # The machine does not see the blocks: it is left as after the last one.
-        start, used_end = bounds["used"]
-        if pc.any(pc.starts_with(lines[start + 1 : used_end], "<")).as_py():
-            used_block = {"id": None, "text": ""}
-    p.begin_file()
-    for i, line in zip(structural.tolist(), pc.take(lines, pa.array(structural)).to_pylist()):
-        if i >= used_end and p.state == "used" and p.block is None:
-            p.block, p.block_state = used_block, "instr"
-        p._line(path, i + 1, line)
-    if p.state == "used" and p.block is None:
-        p.block, p.block_state = used_block, "instr"
-    p.last_line = n
-    p.end_file(path)
-
-    if "ba" in bounds:
-        if "values" in columns:
-            raise _Irregular("value lines in two files")
-        start, end = bounds["ba"]
-        section = lines[start + 1 : end]
-        columns["allocs"] = _allocations(
-            path, section.filter(pa.array(is_alloc)), start + 2 + np.flatnonzero(is_alloc)
-        )
-        columns["values"] = _values(
-            p,
-            columns["allocs"],
-            section.filter(pa.array(is_value)),
-            start + 1 + np.flatnonzero(is_value),
-        )
-    if "used" in bounds:
-        start, end = bounds["used"]
-        if "values" not in columns:
-            raise _Irregular("Used values before the allocations")
-        columns.update(_used_values(p, lines[start + 1 : end], start + 1, columns["values"]))
-    if "seq" in bounds:
-        start, end = bounds["seq"]
-        sequence = _extract(lines[start + 1 : end], _SEQ)
-        steps = _ints(sequence.field("step")).to_numpy()
-        if not np.array_equal(steps, np.arange(len(steps))):
-            raise _Irregular("InstructionSequence steps")
-        columns["sequence"] = pc.cast(sequence.field("name"), pa.string())
-    if "blr" in bounds:
-        start, end = bounds["blr"]
-        live = _extract(lines[start + 1 : end], _BLR)
-        first, last = _ints(live.field("start")), _ints(live.field("end"))
-        if pc.any(pc.less(last, first)).as_py() or (
-            p.schedule_length is not None and pc.any(pc.greater(last, p.schedule_length)).as_py()
-        ):
-            raise _Irregular("live range bounds")
-        columns["live"] = pa.Table.from_arrays(
-            [
-                pc.cast(live.field("name"), pa.string()),
-                pc.cast(live.field("idx"), pa.string()),
-                first,
-                last,
-                pa.array(np.arange(start + 2, start + 2 + len(live), dtype=np.int64)),
-            ],
-            schema=model.LIVE,
-        )
 
 
 def _head_kind(line: str) -> str:
@@ -293,16 +312,15 @@ def _head_kind(line: str) -> str:
     raise AssertionError(line)
 
 
-def _allocations(path: str, headers: pa.Array, lineno: np.ndarray) -> pa.Table:
+def _allocations(path: str, found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
     """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once."""
-    found = _extract(headers, _ALLOC)
     index = _ints(found.field("index"))
     if len(np.unique(index.to_numpy())) != len(index):
         raise _Irregular("duplicate allocation index")
     rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
     _, first = np.unique(rests.indices.to_numpy(), return_index=True)  # first row per code
     flags = [
-        _alloc_attributes(path, int(lineno[row]), headers[int(row)].as_py(), rest)
+        _alloc_attributes(path, int(lineno[row]), "", rest)  # errors only send it back
         for row, rest in zip(first, rests.dictionary.to_pylist())
     ]
     colors = [int(f.pop("color", 0)) for f in flags]
@@ -324,10 +342,8 @@ def _allocations(path: str, headers: pa.Array, lineno: np.ndarray) -> pa.Table:
     return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
 
 
-def _values(p: _Parser, allocs: pa.Table, value_lines: pa.Array, at: np.ndarray) -> pa.Table:
+def _values(p: _Parser, allocs: pa.Table, found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
     """The ` value:` lines; each belongs to the allocation header above it."""
-    found = _extract(value_lines, _VALUE)
-    lineno = at + 1
     header_lines = allocs["line"].to_numpy()
     owner = np.searchsorted(header_lines, lineno) - 1
     if len(owner) and owner.min() < 0:
@@ -362,93 +378,148 @@ def _values(p: _Parser, allocs: pa.Table, value_lines: pa.Array, at: np.ndarray)
     )
 
 
-def _used_values(p: _Parser, section: pa.Array, first: int, values: pa.Table) -> dict[str, object]:
-    """The Used values blocks: header, positions, uses, from instruction."""
-    starts = {k: pc.starts_with(section, v) for k, v in (("h", "<"), ("i", "  "), ("f", _FROM))}
-    kind = np.full(len(section), ord("x"), dtype=np.uint8)
-    for code, mask in (
-        ("i", starts["i"]),
-        ("h", starts["h"]),
-        ("f", starts["f"]),
-        ("P", pc.equal(section, " positions:")),
-        (
-            "U",
-            pc.is_in(
-                section,
-                value_set=pa.array([" uses:", " uses are not initialized yet."], pa.large_string()),
-            ),
-        ),
-        ("n", pc.equal(section, "  (none)")),
-        ("b", pc.equal(section, "")),
-    ):
-        kind[mask.to_numpy(zero_copy_only=False)] = ord(code)
-    if not _KINDS.fullmatch(kind.tobytes()):
-        raise _Irregular("Used values block structure")
-    is_h, is_i, is_f = kind == ord("h"), kind == ord("i"), kind == ord("f")
-    block = np.cumsum(is_h) - 1
-    in_uses = np.cumsum(kind == ord("U")) - 1 == block  # after this block's ' uses:' line
+class _UsedBlocks:
+    """The Used values blocks (header, positions, uses, from instruction), read as they come.
 
-    headers = _extract(section.filter(pa.array(is_h)), _HEADER)
-    ids = _ints(headers.field("id")).to_numpy()
-    if len(ids) > 1 and np.any(np.diff(ids) <= 0):
-        raise _Irregular("Used values not in id order")
-    vids = values["value_id"].to_numpy()
-    sort = np.argsort(vids, kind="stable")
-    where = np.searchsorted(vids, ids, sorter=sort)
-    if len(ids) and (
-        np.any(where >= len(vids)) or np.any(vids[sort[np.minimum(where, len(vids) - 1)]] != ids)
-    ):
-        raise _Irregular("used value not placed")
-    if len(ids):
-        placed = pc.take(values["instruction"], pa.array(sort[where]))
-        if not pc.all(pc.equal(placed, pc.cast(headers.field("name"), pa.string()))).as_py():
-            raise _Irregular("used value named otherwise in its allocation")
+    A chunk of the section may end inside a block: the lines from its last
+    header on wait for the next chunk, so each piece holds whole blocks.
+    """
 
-    from_lines = section.filter(pa.array(is_f))
-    skip = len(_FROM)
-    if len(from_lines):
-        p.features.add("from_instruction")
-        spaced = pc.sum(pc.starts_with(from_lines, _FROM + " ")).as_py()
-        if spaced == len(from_lines):  # 2024-01+: a space after the colon
-            p.features.add("from_instruction_space")
-            skip += 1
-        elif spaced:
-            raise _Irregular("some from instruction texts after a space, some not")
+    def __init__(self, p: _Parser) -> None:
+        self.p = p
+        self.carry: pa.Array | None = None  # lines of a block cut by the chunk's end
+        self.carry_at = 0
+        self.blocks = 0
+        self.parts: list[dict[str, object]] = []
+        self.from_lines = self.spaced = 0
+        self.ended = False
+
+    def feed(self, lines: pa.Array, at: int) -> None:
+        """Lines of the section; `at` is the 0-based file line index of lines[0]."""
+        if self.carry is not None and len(self.carry):
+            lines = pa.concat_arrays([self.carry, lines])
+            at = self.carry_at
+        block_starts = np.flatnonzero(pc.starts_with(lines, "<").to_numpy(zero_copy_only=False))
+        cut = int(block_starts[-1]) if len(block_starts) else 0
+        self.carry, self.carry_at = lines[cut:], at + cut
+        if cut:
+            self._read(lines[:cut], at, last=False)
+
+    def end(self) -> None:
+        """The section ended: read what is left."""
+        if self.carry is not None and len(self.carry):
+            self._read(self.carry, self.carry_at, last=True)
+        self.carry = None
+        self.ended = True
+
+    def leave_state_as_after_blocks(self) -> None:
+        """The machine does not see the blocks: once they are read, leave it as after the last."""
+        p = self.p
+        if self.ended and self.blocks and p.state == "used" and p.block is None:
+            p.block, p.block_state = {"id": None, "text": ""}, "instr"
+
+    def _read(self, section: pa.Array, first: int, last: bool) -> None:
+        kind = np.full(len(section), ord("x"), dtype=np.uint8)
+        for code, mask in (
+            ("i", pc.starts_with(section, "  ")),
+            ("h", pc.starts_with(section, "<")),
+            ("f", pc.starts_with(section, _FROM)),
+            ("P", pc.equal(section, " positions:")),
+            ("U", pc.is_in(section, value_set=_USES_HEADERS)),
+            ("n", pc.equal(section, "  (none)")),
+            ("b", pc.equal(section, "")),
+        ):
+            kind[mask.to_numpy(zero_copy_only=False)] = ord(code)
+        # Blank lines only where the section ends.
+        if not (_KINDS if last else _WHOLE_BLOCKS).fullmatch(kind.tobytes()):
+            raise _Irregular("Used values block structure")
+        is_h, is_i, is_f = kind == ord("h"), kind == ord("i"), kind == ord("f")
+        block = np.cumsum(is_h) - 1
+        in_uses = np.cumsum(kind == ord("U")) - 1 == block  # after this block's ' uses:' line
+        headers = _extract(section.filter(pa.array(is_h)), _HEADER)
+        ids = _ints(headers.field("id")).to_numpy()
+        self.blocks += len(ids)
+
+        from_lines = section.filter(pa.array(is_f))
+        self.from_lines += len(from_lines)
+        self.spaced += pc.sum(pc.starts_with(from_lines, _FROM + " ")).as_py() or 0
         if pc.any(pc.ends_with(from_lines, ">")).as_py():
             raise _Irregular("from instruction text may be glued to the next header")
-    texts = pc.utf8_slice_codeunits(from_lines, skip)
-    del from_lines
-    if np.any(kind == ord("n")):
-        p.features.add("uses_none")
+        if np.any(kind == ord("n")):
+            self.p.features.add("uses_none")
 
-    pos_mask = is_i & ~in_uses
-    use_mask = is_i & in_uses
-    positions = _extract(section.filter(pa.array(pos_mask)), _POSITION)
-    uses = _extract(section.filter(pa.array(use_mask)), _USE)
-    pos_block, use_block = block[pos_mask], block[use_mask]
-    header_lines = first + np.flatnonzero(is_h) + 1
-    return {
-        "used": pa.Table.from_arrays(
-            [pa.array(ids, pa.int64()), pa.array(header_lines), pc.cast(texts, pa.string())],
-            schema=model.USED,
-        ),
-        "positions": pa.Table.from_arrays(
-            [
-                pa.array(ids[pos_block], pa.int64()),
-                pa.array(_ordinals(pos_block)),
-                pc.cast(positions.field("name"), pa.string()),
-                pc.cast(_index(positions.field("idx")), pa.string()),
-            ],
-            schema=model.POSITIONS,
-        ),
-        "uses": pa.Table.from_arrays(
-            [
-                pa.array(ids[use_block], pa.int64()),
-                pa.array(_ordinals(use_block)),
-                pc.cast(uses.field("name"), pa.string()),
-                _ints(uses.field("op")),
-                pc.cast(_index(uses.field("idx")), pa.string()),
-            ],
-            schema=model.USES,
-        ),
-    }
+        pos_mask = is_i & ~in_uses
+        use_mask = is_i & in_uses
+        positions = _extract(section.filter(pa.array(pos_mask)), _POSITION)
+        uses = _extract(section.filter(pa.array(use_mask)), _USE)
+        pos_block, use_block = block[pos_mask], block[use_mask]
+        self.parts.append(
+            {
+                "ids": ids,
+                "names": pc.cast(headers.field("name"), pa.string()),
+                "lines": first + np.flatnonzero(is_h) + 1,
+                "from": from_lines,
+                "positions": pa.Table.from_arrays(
+                    [
+                        pa.array(ids[pos_block], pa.int64()),
+                        pa.array(_ordinals(pos_block)),
+                        pc.cast(positions.field("name"), pa.string()),
+                        pc.cast(_index(positions.field("idx")), pa.string()),
+                    ],
+                    schema=model.POSITIONS,
+                ),
+                "uses": pa.Table.from_arrays(
+                    [
+                        pa.array(ids[use_block], pa.int64()),
+                        pa.array(_ordinals(use_block)),
+                        pc.cast(uses.field("name"), pa.string()),
+                        _ints(uses.field("op")),
+                        pc.cast(_index(uses.field("idx")), pa.string()),
+                    ],
+                    schema=model.USES,
+                ),
+            }
+        )
+
+    def columns(self, values: pa.Table) -> dict[str, object]:
+        """The blocks as model columns, checked against the placed values."""
+        p = self.p
+        ids = np.concatenate([part["ids"] for part in self.parts])
+        if len(ids) > 1 and np.any(np.diff(ids) <= 0):
+            raise _Irregular("Used values not in id order")
+        vids = values["value_id"].to_numpy()
+        sort = np.argsort(vids, kind="stable")
+        where = np.searchsorted(vids, ids, sorter=sort)
+        if np.any(where >= len(vids)) or np.any(
+            vids[sort[np.minimum(where, len(vids) - 1)]] != ids
+        ):
+            raise _Irregular("used value not placed")
+        placed = pc.take(values["instruction"], pa.array(sort[where]))
+        names = pa.concat_arrays([part["names"] for part in self.parts])
+        if not pc.all(pc.equal(placed, names)).as_py():
+            raise _Irregular("used value named otherwise in its allocation")
+        skip = len(_FROM)
+        if self.from_lines:
+            p.features.add("from_instruction")
+            if self.spaced == self.from_lines:  # 2024-01+: a space after the colon
+                p.features.add("from_instruction_space")
+                skip += 1
+            elif self.spaced:
+                raise _Irregular("some from instruction texts after a space, some not")
+        texts = [pc.utf8_slice_codeunits(part.pop("from"), skip) for part in self.parts]
+        return {
+            "used": pa.Table.from_arrays(
+                [
+                    pa.array(ids, pa.int64()),
+                    pa.array(np.concatenate([part["lines"] for part in self.parts]), pa.int64()),
+                    pc.cast(pa.chunked_array(texts, pa.large_string()), pa.string()),
+                ],
+                schema=model.USED,
+            ),
+            "positions": pa.concat_tables([part["positions"] for part in self.parts]),
+            "uses": pa.concat_tables([part["uses"] for part in self.parts]),
+        }
+
+
+_USES_HEADERS = pa.array([" uses:", " uses are not initialized yet."], pa.large_string())
+_WHOLE_BLOCKS = re.compile(rb"(?:hPi+U(?:n|i*)f)*")
