@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.ingest import hlo, shapes
-from bufferhouse.ingest.model import ERA_FEATURES, ParsedModule, Scanned
+from bufferhouse.ingest.model import ERA_FEATURES, ParsedModule, Scanned, first_occurrences
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 
 
@@ -104,9 +104,10 @@ def _key(table: pa.Table, keys: list[str]) -> pa.Array:
 
 def _last_by_key(table: pa.Table, keys: list[str], columns: list[str]) -> pa.Table:
     """For each distinct key, the columns of its last row in table order."""
-    codes = pc.dictionary_encode(_key(table, keys)).indices.to_numpy(zero_copy_only=False)
-    _, first_from_end = np.unique(codes[::-1], return_index=True)
-    rows = np.sort(len(codes) - 1 - first_from_end)
+    encoded = pc.dictionary_encode(_key(table, keys))
+    last = np.zeros(len(encoded.dictionary), dtype=np.int64)
+    np.maximum.at(last, encoded.indices.to_numpy(zero_copy_only=False), np.arange(len(encoded)))
+    rows = np.sort(last)
     return table.select(keys + columns).take(pa.array(rows, pa.int64()))
 
 
@@ -409,8 +410,7 @@ def _instructions(
     if isinstance(names, pa.ChunkedArray):
         names = names.combine_chunks()
     codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False)
-    _, first_rows = np.unique(codes, return_index=True)  # first row of each name, in name order
-    first_rows.sort()  # ... in order of first appearance
+    first_rows = first_occurrences(codes)
     take = pa.array(first_rows, pa.int64())
     texts = pc.take(used["text"], take)
     lines = pc.take(used["line"], take)
@@ -686,12 +686,17 @@ def _in_use_events(
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    points = np.rec.fromarrays([np.r_[alloc, alloc], np.r_[lo, hi]], names="a,x")
-    unique, inverse = np.unique(points, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    point_alloc, point_x = np.r_[alloc, alloc], np.r_[lo, hi]
+    order = np.lexsort((point_x, point_alloc))
+    sorted_alloc, sorted_x = point_alloc[order], point_x[order]
+    distinct = np.r_[
+        True, (sorted_alloc[1:] != sorted_alloc[:-1]) | (sorted_x[1:] != sorted_x[:-1])
+    ]
+    inverse = np.empty(2 * n, dtype=np.int64)
+    inverse[order] = np.cumsum(distinct) - 1  # each boundary's rank among distinct ones
     first, stop = inverse[:n], inverse[n:]  # segments first..stop-1 of each value
-    seg_alloc = unique["a"]
-    seg_len = np.r_[np.diff(unique["x"]), 0]
+    seg_alloc = sorted_alloc[distinct]
+    seg_len = np.r_[np.diff(sorted_x[distinct]), 0]
     counts = stop - first
     pair_seg = np.repeat(first, counts) + (
         np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)

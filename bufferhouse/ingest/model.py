@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from bufferhouse.errors import DumpError
@@ -169,3 +170,11 @@ class Scanned:
     uses: pa.Table  # USES
     sequence: pa.Array  # instruction names by step
     live: pa.Table  # LIVE
+
+
+def first_occurrences(codes: np.ndarray) -> np.ndarray:
+    """Row of each code's first occurrence, for codes numbered in order of first occurrence
+    (as dictionary_encode numbers them): exactly the rows where a code exceeds all before it."""
+    if len(codes) == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(codes > np.r_[-1, np.maximum.accumulate(codes)[:-1]])

@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError
 from bufferhouse.ingest import model
-from bufferhouse.ingest.model import Alloc
+from bufferhouse.ingest.model import Alloc, first_occurrences
 from bufferhouse.ingest.reader import read_lines, split_member
 from bufferhouse.ingest.scan import _alloc_attributes, _Parser
 
@@ -152,6 +152,11 @@ def _extract(lines: pa.Array, pattern: str) -> pa.StructArray:
     if found.null_count:
         raise _Irregular(pattern)
     return found
+
+
+def _has_duplicates(numbers: np.ndarray) -> bool:
+    ordered = np.sort(numbers)
+    return bool(np.any(ordered[1:] == ordered[:-1]))
 
 
 def _ints(column: pa.Array) -> pa.Array:
@@ -315,10 +320,10 @@ def _head_kind(line: str) -> str:
 def _allocations(path: str, found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
     """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once."""
     index = _ints(found.field("index"))
-    if len(np.unique(index.to_numpy())) != len(index):
+    if _has_duplicates(index.to_numpy()):
         raise _Irregular("duplicate allocation index")
     rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
-    _, first = np.unique(rests.indices.to_numpy(), return_index=True)  # first row per code
+    first = first_occurrences(rests.indices.to_numpy())
     flags = [
         _alloc_attributes(path, int(lineno[row]), "", rest)  # errors only send it back
         for row, rest in zip(first, rests.dictionary.to_pylist())
@@ -354,7 +359,7 @@ def _values(p: _Parser, allocs: pa.Table, found: pa.StructArray, lineno: np.ndar
     size = _ints(found.field("size"))
     offset = _ints(found.field("offset"))
     ids = vid.to_numpy()
-    if len(np.unique(ids)) != len(ids):
+    if _has_duplicates(ids):
         raise _Irregular("duplicate value id")
     if np.any(offset.to_numpy() + size.to_numpy() > sizes[owner]):
         raise _Irregular("value beyond its allocation")
