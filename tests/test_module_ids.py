@@ -21,7 +21,7 @@ from bufferhouse.ingest import IngestReport, discover, run_batches, run_record
 from bufferhouse.ingest.load import ModuleWriter
 from bufferhouse.schema import MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.ids import LOW_BITS, ModuleIds
-from bufferhouse.schema.warehouse import ensure_schema, schema_version
+from bufferhouse.schema.warehouse import STORAGE_VERSION, ensure_schema, schema_version
 from tests.conftest import CORPUS, SAMPLES
 
 #: Rows per DuckDB row group for the storage test: small, so the fixtures span many.
@@ -57,7 +57,8 @@ def small_groups_db(tmp_path_factory):
     for run, tree in enumerate([SAMPLES, CORPUS / "jax-0.6.2"]):
         con = duckdb.connect()
         con.execute(
-            f"ATTACH '{path}' AS w (ROW_GROUP_SIZE {ROW_GROUP_SIZE}, STORAGE_VERSION 'v1.0.0')"
+            f"ATTACH '{path}' AS w "
+            f"(ROW_GROUP_SIZE {ROW_GROUP_SIZE}, STORAGE_VERSION '{STORAGE_VERSION}')"
         )
         con.execute("USE w")
         ensure_schema(con, str(path))

@@ -75,6 +75,7 @@ def create_statements() -> list[str]:
     for table in TABLES:
         cols = ",\n  ".join(
             f"{quote_identifier(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
+            + (f" USING COMPRESSION {c.compression}" if c.compression else "")
             for c in table.columns
         )
         statements.append(

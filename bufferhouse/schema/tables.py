@@ -18,6 +18,8 @@ class Column:
     type: str  # DuckDB type name; see schema.types for the Arrow mapping
     doc: str
     nullable: bool = True
+    #: DuckDB compression forced for the column; None lets DuckDB choose per segment.
+    compression: str | None = None
 
 
 @dataclass(frozen=True)
@@ -362,7 +364,12 @@ INSTRUCTIONS = Table(
             "Function of the stack frame, when resolved from stack_frame_id.",
         ),
         _c("stack_frame_id", "INTEGER", "metadata stack_frame_id (XLA 2025+)."),
-        _c("text", "VARCHAR", "The instruction text as printed after `from instruction:`."),
+        Column(
+            "text",
+            "VARCHAR",
+            "The instruction text as printed after `from instruction:` (stored zstd-compressed).",
+            compression="zstd",  # a third of FSST's size on long, repetitive HLO text
+        ),
     ),
 )
 

@@ -23,8 +23,9 @@ from bufferhouse.schema.tables import MODULE_TABLES, SCHEMA_VERSION
 
 ENV_DB = "BUFFERHOUSE_DB"
 DEFAULT_DB = "bufferhouse.duckdb"
-#: Storage format the DuckDB 1.x shells (duckdb-cli 1.5) can read.
-STORAGE_VERSION = "v1.0.0"
+#: Storage format the DuckDB 1.x shells (duckdb-cli 1.5) can read; 1.2 is the
+#: first with zstd for strings (instructions.text).
+STORAGE_VERSION = "v1.2.0"
 
 _LOCK_PID = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
