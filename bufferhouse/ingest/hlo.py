@@ -12,7 +12,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bufferhouse.ingest.shapes import ShapeSyntaxError, TextSyntaxError, parse_shape_at
+from bufferhouse.ingest.shapes import (
+    _FAST,
+    _FAST_END,
+    _INDEX_MARKER,
+    ShapeSyntaxError,
+    TextSyntaxError,
+    parse_shape_at,
+)
 
 __all__ = [
     "Instruction",
@@ -56,8 +63,8 @@ class SourceLocation:
     column: int | None
 
 
-_HEAD = re.compile(r"\s*(?:ROOT\s+)?%?([^\s=%]+) = ")
-_OPCODE = re.compile(r" +([a-z][a-z0-9_-]*)\(")
+_HEAD = re.compile(r"\s*(?:ROOT\s+)?%?(?P<name>[^\s=%]+) = ")
+_OPCODE = re.compile(r" +(?P<opcode>[a-z][a-z0-9_-]*)\(")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
 _KEY = re.compile(r",\s*([A-Za-z_][A-Za-z0-9_.\-]*)=")
 _PARAM = re.compile(r"\s*([0-9]{1,19})\s*")
@@ -172,8 +179,11 @@ def _unquote(value: str) -> str:
     return out.decode("utf-8", errors="replace")
 
 
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
+
+
 def _int_or_none(value: str | None) -> int | None:
-    return int(value) if value and re.fullmatch(r"-?[0-9]{1,19}", value) else None
+    return int(value) if value and _INTEGER.fullmatch(value) else None
 
 
 _META_PAIR = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)=("(?:[^"\\]|\\.)*"|[^\s"]*)')
@@ -217,8 +227,146 @@ def _operand_names(args: str, text: str, offset: int) -> tuple[str, ...]:
     return tuple(names)
 
 
+# -- The common form, in one regex ---------------------------------------------------------
+# Each piece accepts only text that the general path reads the same way, and can match it in
+# one way only (so backtracking never finds another reading); other text goes to
+# _parse_general. Strings are _STRING_TAIL's (any char escaped) or, in metadata, _META_PAIR's
+# quoted values (no escaped newline). No atomic groups or possessive quantifiers: Python 3.10.
+_STRING = r'"[^"\\]*(?:\\[\s\S][^"\\]*)*"'
+_META_STRING = r'"[^"\\]*(?:\\[^\n][^"\\]*)*"'
+
+
+def _uncaptured(pattern: str) -> str:
+    """``pattern`` with its unnamed groups made non-capturing: fewer groups, faster matches."""
+    token = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\\\]])*\]|\((?!\?)")
+    return token.sub(lambda m: "(?:" if m.group() == "(" else m.group(), pattern)
+
+
+def _balanced(depth: int, plain: str = r'[^"(){}\[\]]') -> str:
+    """Text _scan crosses without stopping at a char outside ``plain`` at depth 0: ``plain``
+    chars, strings and bracket pairs nested at most ``depth`` deep, as `plain* (item plain*)*`."""
+    items = [_STRING]
+    if depth:
+        inner = _balanced(depth - 1)
+        items += [rf"\{{{inner}\}}", rf"\({inner}\)", rf"\[{inner}\]"]
+    return f"{plain}*(?:(?:{'|'.join(items)}){plain}*)*"
+
+
+# Operands as _operand_names reads '%name' (with /*index=N*/ before every fifth one).
+_OPERAND = r"%([A-Za-z_][A-Za-z0-9_.\-]*)"
+_PLAIN_OPERANDS = rf"(?:{_OPERAND}(?:, (?:{_INDEX_MARKER.pattern})?{_OPERAND})*)?"
+# An attribute's value ends at the first ',' outside brackets and strings, or at the end.
+_VALUE_CHAR = r'[^"(){}\[\],]'
+_ATTRIBUTE = (
+    r",\s*(?!metadata=)([A-Za-z_][A-Za-z0-9_.\-]*)="
+    rf"({_balanced(3, plain=_VALUE_CHAR)})(?=,|\Z)"
+)
+# metadata={...} as _metadata reads it: `key=value` pairs one space apart, values quoted or
+# without brackets. A group in a repetition keeps its last match, as the dict its last value.
+_META_KEYS = ("op_type", "op_name", "source_file", "source_line", "stack_frame_id")
+_META_VALUE = rf'(?:{_META_STRING}|[^\s"(){{}}\[\]]*)'
+_METADATA = (
+    r"\{(?:(?: |(?<=\{))(?:"
+    + "".join(f"{key}=(?P<{key}>{_META_VALUE})|" for key in _META_KEYS)
+    + rf"(?!(?:kind|custom_call_target)=)[A-Za-z_][A-Za-z0-9_]*={_META_VALUE}))*\}}"
+)
+_ARRAY_SHAPE = _uncaptured(_FAST.pattern)
+_COMMON_FORM = re.compile(
+    f"{_HEAD.pattern}"
+    # An array as parse_shape_at's own fast pattern reads it, or a tuple of arrays.
+    rf"(?P<shape>{_ARRAY_SHAPE}{_FAST_END.pattern}"
+    rf"|\((?:{_ARRAY_SHAPE}(?:, (?:{_INDEX_MARKER.pattern})?{_ARRAY_SHAPE})*)?\))"
+    f"{_OPCODE.pattern}"
+    # (?P<plain>) marks `%a, %b` operands, read without _operand_names.
+    rf"(?P<args>{_uncaptured(_PLAIN_OPERANDS)}(?=\))(?P<plain>)|{_balanced(3)})\)"
+    # A fusion's `kind=kX, calls=%c` first, then any other attributes before metadata.
+    rf"(?:,\s*kind=(?P<kind>[A-Za-z0-9_]+)(?=,|\Z))?"
+    rf"(?:,\s*calls=%(?P<calls>{_NAME.pattern})(?=,|\Z))?"
+    rf"(?P<attributes>(?:{_uncaptured(_ATTRIBUTE)})*)"
+    # After metadata the general path stops at backend_config without reading it.
+    rf"(?:,\s*metadata={_METADATA}(?=,|\Z)(?:\Z|,\s*backend_config=)|\Z)"
+)
+_ATTRIBUTES = re.compile(_ATTRIBUTE)
+_OPERANDS = re.compile(_OPERAND)
+_CALLED = re.compile(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)")
+
+
+def _meta_string(value: str) -> str:
+    """_unquote(value), without the call for the usual quoted value without escapes."""
+    if value[:1] == '"' and "\\" not in value:
+        return value[1:-1]
+    return _unquote(value)
+
+
+def _meta_int(value: str) -> int | None:
+    """_int_or_none(_unquote(value)), without the calls for a plain decimal."""
+    if value.isascii() and value.isdigit() and len(value) < 20:
+        return int(value)
+    return _int_or_none(_unquote(value))
+
+
+# Instruction(...) sets each field through object.__setattr__ (a frozen dataclass), which
+# costs a third as much as the regex; the fast path calls the slots' setters, in half the time.
+_new = object.__new__
+(_set_name, _set_shape, _set_opcode, _set_operands, _set_parameter_number, _set_fusion_kind,
+ _set_called, _set_op_name, _set_op_type, _set_source_file, _set_source_line,
+ _set_stack_frame_id, _set_custom_call_target) = (
+    getattr(Instruction, field).__set__ for field in Instruction.__slots__
+)  # fmt: skip
+
+
 def parse_instruction(text: str) -> Instruction:
-    """Parse ``[ROOT ]%name = SHAPE opcode(operands), key=value, ...``."""
+    """Parse ``[ROOT ]%name = SHAPE opcode(operands), key=value, ...``.
+
+    Ingest parses every distinct instruction text of a dump, so text of the common form is
+    read by one regex, _COMMON_FORM; any other text by _parse_general, the reference, which
+    gives the same Instruction for every text the regex accepts
+    (tests/test_hlo_common_form.py).
+    """
+    m = _COMMON_FORM.match(text)
+    if m is None:
+        return _parse_general(text)
+    # Every group of _COMMON_FORM, in order.
+    (name, shape, opcode, args, plain, kind, calls, attributes,
+     op_type, op_name, source_file, line, frame) = m.groups()  # fmt: skip
+    target = None
+    called: tuple[str, ...] = () if calls is None else (calls,)
+    if attributes:
+        fields = {} if kind is None else {"kind": kind}
+        more: list[str] = []
+        for key, value in _ATTRIBUTES.findall(attributes):
+            _read_attribute(key, value.strip(), fields, more)
+        kind, target = fields.get("kind"), fields.get("custom_call_target")
+        called += tuple(more)
+    parameter_number = None
+    if opcode == "parameter" and args.isascii() and args.isdigit() and len(args) < 20:
+        operands: tuple[str, ...] = ()
+        parameter_number = int(args)
+    elif plain is None or opcode in _LITERAL_ARGS:
+        operands, parameter_number = _operands(opcode, args, text, m.start("args"))
+    elif "/" in args:  # an /*index=N*/ marker
+        operands = tuple(_OPERANDS.findall(args))
+    else:
+        operands = tuple(args[1:].split(", %")) if args else ()
+    inst = _new(Instruction)
+    _set_name(inst, name)
+    _set_shape(inst, shape)
+    _set_opcode(inst, opcode)
+    _set_operands(inst, operands)
+    _set_parameter_number(inst, parameter_number)
+    _set_fusion_kind(inst, kind)
+    _set_called(inst, called)
+    _set_op_name(inst, None if op_name is None else _meta_string(op_name))
+    _set_op_type(inst, None if op_type is None else _meta_string(op_type))
+    _set_source_file(inst, None if source_file is None else _meta_string(source_file))
+    _set_source_line(inst, None if line is None else _meta_int(line))
+    _set_stack_frame_id(inst, None if frame is None else _meta_int(frame))
+    _set_custom_call_target(inst, target)
+    return inst
+
+
+def _parse_general(text: str) -> Instruction:
+    """The general tokenizer: any instruction text, with positioned syntax errors."""
     head = _HEAD.match(text)
     if not head:
         raise InstructionSyntaxError("'%name = '", text, 0)
@@ -248,22 +396,12 @@ def parse_instruction(text: str) -> Instruction:
         seen.add(m.group(1))
         key, pos = m.group(1), _scan(text, m.end(), ",")
         value = text[m.end() : pos].strip()
-        if key in _CALLED_KEYS:
-            called += re.findall(r"%?([A-Za-z_][A-Za-z0-9_.\-]*)", value)
-        elif key == "metadata" and value.startswith("{") and value.endswith("}"):
+        if key == "metadata" and value.startswith("{") and value.endswith("}"):
             fields.update(_metadata(value[1:-1]))
-        elif key in ("kind", "custom_call_target"):
-            fields[key] = _unquote(value)
+        else:
+            _read_attribute(key, value, fields, called)
 
-    parameter_number = None
-    if opcode in _LITERAL_ARGS:
-        operands: tuple[str, ...] = ()
-        if opcode == "parameter":
-            param = _PARAM.fullmatch(args)
-            parameter_number = int(param.group(1)) if param else None
-    else:
-        operands = _operand_names(args, text, op.end())
-
+    operands, parameter_number = _operands(opcode, args, text, op.end())
     return Instruction(
         name=head.group(1),
         shape=text[head.end() : shape_end],
@@ -279,6 +417,24 @@ def parse_instruction(text: str) -> Instruction:
         stack_frame_id=_int_or_none(fields.get("stack_frame_id")),
         custom_call_target=fields.get("custom_call_target"),
     )
+
+
+def _read_attribute(key: str, value: str, fields: dict[str, str], called: list[str]) -> None:
+    """Collect what the warehouse keeps from one attribute other than ``metadata={...}``."""
+    if key in _CALLED_KEYS:
+        called += _CALLED.findall(value)
+    elif key in ("kind", "custom_call_target"):
+        fields[key] = _unquote(value)
+
+
+def _operands(opcode: str, args: str, text: str, offset: int) -> tuple[tuple[str, ...], int | None]:
+    """(operand names, parameter number) from the text between the opcode's parentheses."""
+    if opcode not in _LITERAL_ARGS:
+        return _operand_names(args, text, offset), None
+    if opcode == "parameter":
+        param = _PARAM.fullmatch(args)
+        return (), int(param.group(1)) if param else None
+    return (), None
 
 
 _TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
