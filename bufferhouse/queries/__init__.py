@@ -12,6 +12,26 @@ Parameters appear in the SQL as `$name` and are always bound, never spliced.
 Files under views/ define documented views installed into the warehouse; the
 queries build on them. Every query is also installed as a table macro
 `bh_<name>` so the plain duckdb shell can run it.
+
+Why the SQL reads each large table through its own CTE: module ids grow with
+insertion order, so one module's rows sit in a few row groups, and a query
+scoped to one module should read only those. DuckDB folds the bound `$module`,
+so a table read as
+
+    SELECT ... FROM t WHERE $module IS NULL
+    UNION ALL
+    SELECT ... FROM t WHERE module_id IN (SELECT module_id FROM wanted)
+
+(`wanted`: the ids module_keys gives for `$module`) is a plain scan fleet-wide
+and, for a module, a semi-join whose min/max filter skips every other row
+group. That filter reaches only the scan below its own join: not through a
+LEFT JOIN's build side, a window function or a view's joins, and not past a
+join order the planner picks from poor estimates, so each large table gets
+such a CTE (or a semi-join on the modules already chosen) instead of being
+filtered after the joins. A CTE used twice is materialized, so large ones are
+used once. Queries that rank values pick their rows on integer columns first
+and join the text columns of those rows only. The views (value_facts,
+heap_peak_values) define the same rows; tests hold the queries to them.
 """
 
 from __future__ import annotations

@@ -15,23 +15,70 @@
 -- column opcode: Opcode of the defining instruction.
 -- column op_name: Framework op name.
 -- column source: source_file:source_line, NULL if unknown.
+WITH wanted AS (
+  SELECT module_id FROM module_keys WHERE key = $module
+),
+-- each large table is read scoped to the module: see queries/__init__.py
+cutoff AS (
+  SELECT min(size) AS size
+  FROM (
+    SELECT size FROM assignments WHERE $module IS NULL
+    UNION ALL
+    SELECT size FROM assignments
+    WHERE module_id IN (SELECT module_id FROM wanted)
+    ORDER BY size DESC
+    LIMIT $top
+  )
+),
+candidates AS (
+  SELECT module_id, value_id, allocation_index, size
+  FROM assignments
+  WHERE $module IS NULL
+  UNION ALL
+  SELECT module_id, value_id, allocation_index, size
+  FROM assignments
+  WHERE module_id IN (SELECT module_id FROM wanted)
+),
+ranked AS (
+  SELECT a.module_id, m.module_name, a.value_id, a.allocation_index, a.size
+  FROM candidates AS a
+  JOIN modules AS m
+    ON m.module_id = a.module_id
+  WHERE a.size >= (SELECT size FROM cutoff)
+  ORDER BY a.size DESC, m.module_name, a.module_id, a.value_id
+  LIMIT $top
+),
+ranked_modules AS (
+  SELECT DISTINCT module_id FROM ranked
+)
 SELECT
-  module_id,
-  module_name,
-  value_id,
-  instruction,
-  shape_index,
-  category,
-  color,
-  size,
-  logical_bytes,
-  shape,
-  opcode,
-  op_name,
-  source_file || ':' || CAST(source_line AS VARCHAR) AS source
-FROM value_facts
+  r.module_id,
+  r.module_name,
+  r.value_id,
+  v.instruction,
+  v.shape_index,
+  al.category,
+  al.color,
+  r.size,
+  v.logical_bytes,
+  v.shape,
+  i.opcode,
+  i.op_name,
+  i.source_file || ':' || CAST(i.source_line AS VARCHAR) AS source
+FROM ranked AS r
+JOIN hlo_values AS v
+  ON v.module_id = r.module_id AND v.value_id = r.value_id
+JOIN allocations AS al
+  ON al.module_id = r.module_id
+  AND al.allocation_index = r.allocation_index
+LEFT JOIN (
+  SELECT
+    module_id, instruction, opcode, op_name, source_file, source_line
+  FROM instructions
+  WHERE module_id IN (SELECT module_id FROM ranked_modules)
+) AS i
+  ON i.module_id = r.module_id AND i.instruction = v.instruction
 WHERE
-  $module IS NULL
-  OR module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
-ORDER BY size DESC, module_name, module_id, value_id
-LIMIT $top
+  v.module_id IN (SELECT module_id FROM ranked_modules)
+  AND al.module_id IN (SELECT module_id FROM ranked_modules)
+ORDER BY r.size DESC, r.module_name, r.module_id, r.value_id

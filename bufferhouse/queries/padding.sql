@@ -16,26 +16,67 @@
 -- column expansion: size / logical_bytes (NULL for empty shapes).
 -- column op_name: Framework op name.
 -- note: Padding is tile padding on TPU (minor dimension to 128, second-minor to 8) and dynamic-shape metadata (4 bytes per dimension) on CPU/GPU.
+WITH wanted AS (
+  SELECT module_id FROM module_keys WHERE key = $module
+),
+-- each large table is read scoped to the module: see queries/__init__.py
+scoped AS (
+  SELECT module_id, value_id, allocation_index, size
+  FROM assignments
+  WHERE $module IS NULL
+  UNION ALL
+  SELECT module_id, value_id, allocation_index, size
+  FROM assignments
+  WHERE module_id IN (SELECT module_id FROM wanted)
+),
+ranked AS (
+  SELECT
+    a.module_id,
+    m.module_name,
+    a.value_id,
+    a.allocation_index,
+    a.size,
+    v.logical_bytes,
+    a.size - v.logical_bytes AS padding_bytes
+  FROM scoped AS a
+  JOIN hlo_values AS v
+    ON v.module_id = a.module_id AND v.value_id = a.value_id
+  JOIN modules AS m
+    ON m.module_id = a.module_id
+  WHERE a.size - v.logical_bytes > 0
+  ORDER BY padding_bytes DESC, m.module_name, a.module_id, a.value_id
+  LIMIT $top
+),
+ranked_modules AS (
+  SELECT DISTINCT module_id FROM ranked
+)
 SELECT
-  module_id,
-  module_name,
-  value_id,
-  instruction,
-  shape_index,
-  category,
-  color,
-  shape,
-  size,
-  logical_bytes,
-  padding_bytes,
-  round(size / nullif(logical_bytes, 0), 2) AS expansion,
-  op_name
-FROM value_facts
+  r.module_id,
+  r.module_name,
+  r.value_id,
+  v.instruction,
+  v.shape_index,
+  al.category,
+  al.color,
+  v.shape,
+  r.size,
+  r.logical_bytes,
+  r.padding_bytes,
+  round(r.size / nullif(r.logical_bytes, 0), 2) AS expansion,
+  i.op_name
+FROM ranked AS r
+JOIN hlo_values AS v
+  ON v.module_id = r.module_id AND v.value_id = r.value_id
+JOIN allocations AS al
+  ON al.module_id = r.module_id
+  AND al.allocation_index = r.allocation_index
+LEFT JOIN (
+  SELECT module_id, instruction, op_name
+  FROM instructions
+  WHERE module_id IN (SELECT module_id FROM ranked_modules)
+) AS i
+  ON i.module_id = r.module_id AND i.instruction = v.instruction
 WHERE
-  padding_bytes > 0
-  AND (
-    $module IS NULL
-    OR module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
-  )
-ORDER BY padding_bytes DESC, module_name, module_id, value_id
-LIMIT $top
+  v.module_id IN (SELECT module_id FROM ranked_modules)
+  AND al.module_id IN (SELECT module_id FROM ranked_modules)
+ORDER BY r.padding_bytes DESC, r.module_name, r.module_id, r.value_id
