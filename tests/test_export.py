@@ -359,7 +359,7 @@ def test_cli_dialect(tmp_path):
     assert result.exit_code == 0
     assert (
         result.stdout.startswith("-- peak-buffers (spark)")
-        and "WITH value_facts AS" in result.stdout
+        and "WITH module_keys AS" in result.stdout
     )
     result = runner.invoke(main, ["query", "top-modules", "--dialect", "postgres"])
     assert result.exit_code == 2
