@@ -22,16 +22,18 @@
 -- note: Aliased values share a slice, so blocks can overlap. The most bytes live at once is allocations.max_live_bytes; size minus that is the fragmentation query's waste.
 -- example: bufferhouse query arena --param module=jit_train_step --param allocation=4
 WITH chosen AS (
-  SELECT module_id, schedule_length
+  SELECT module_id, module_name, schedule_length
   FROM modules
   WHERE module_id IN (
     SELECT module_id FROM module_keys
     WHERE key = coalesce($module, error('arena needs a module'))
   )
 ),
+-- large tables are read through semi-joins on chosen: see queries/__init__.py
 target AS (
   SELECT
     a.module_id,
+    c.module_name,
     a.allocation_index,
     a.color,
     a.size,
@@ -46,27 +48,50 @@ target AS (
   WHERE
     ($allocation IS NULL AND a.is_preallocated_temp)
     OR a.allocation_index = $allocation
+),
+placed AS (
+  SELECT t.*, s.value_id, s.byte_offset, s.size AS slice_size
+  FROM target AS t
+  JOIN assignments AS s
+    ON s.module_id = t.module_id
+    AND s.allocation_index = t.allocation_index
+  WHERE t.pick = 1
 )
 SELECT
-  t.module_id,
-  f.module_name,
-  t.allocation_index,
-  t.color,
-  t.size AS allocation_size,
-  f.value_id,
-  f.instruction,
-  f.shape_index,
-  f.byte_offset,
-  f.size,
-  f.logical_bytes,
-  coalesce(f.start_time, 0) AS start_time,
-  coalesce(f.end_time, t.schedule_length) AS end_time,
-  f.start_time IS NOT NULL AS has_live_range,
-  f.shape,
-  f.opcode,
-  f.op_name
-FROM target AS t
-JOIN value_facts AS f
-  ON f.module_id = t.module_id AND f.allocation_index = t.allocation_index
-WHERE t.pick = 1
-ORDER BY t.module_id, f.byte_offset, start_time, f.value_id
+  p.module_id,
+  p.module_name,
+  p.allocation_index,
+  p.color,
+  p.size AS allocation_size,
+  p.value_id,
+  v.instruction,
+  v.shape_index,
+  p.byte_offset,
+  p.slice_size AS size,
+  v.logical_bytes,
+  coalesce(lr.start_time, 0) AS start_time,
+  coalesce(lr.end_time, p.schedule_length) AS end_time,
+  lr.start_time IS NOT NULL AS has_live_range,
+  v.shape,
+  i.opcode,
+  i.op_name
+FROM placed AS p
+JOIN (
+  SELECT module_id, value_id, instruction, shape_index, logical_bytes, shape
+  FROM hlo_values
+  WHERE module_id IN (SELECT module_id FROM chosen)
+) AS v
+  ON v.module_id = p.module_id AND v.value_id = p.value_id
+LEFT JOIN (
+  SELECT module_id, instruction, opcode, op_name
+  FROM instructions
+  WHERE module_id IN (SELECT module_id FROM chosen)
+) AS i
+  ON i.module_id = p.module_id AND i.instruction = v.instruction
+LEFT JOIN (
+  SELECT module_id, value_id, start_time, end_time
+  FROM live_ranges
+  WHERE module_id IN (SELECT module_id FROM chosen)
+) AS lr
+  ON lr.module_id = p.module_id AND lr.value_id = p.value_id
+ORDER BY p.module_id, p.byte_offset, start_time, p.value_id

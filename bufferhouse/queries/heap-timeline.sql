@@ -27,6 +27,7 @@ WITH chosen AS (
       WHERE key = coalesce($module, error('heap-timeline needs a module'))
     )
 ),
+-- large tables are read through semi-joins on chosen: see queries/__init__.py
 steps AS (
   SELECT c.module_id, s.range AS time
   FROM chosen AS c, range(0, c.schedule_length + 1) AS s(range)
@@ -38,24 +39,36 @@ temp_values AS (
     a.value_id,
     a.byte_offset AS lo,
     a.byte_offset + a.size AS hi,
-    coalesce(lr.start_time, 0) AS start_time,
-    coalesce(lr.end_time, c.schedule_length) AS end_time
+    greatest(coalesce(lr.start_time, 0), 0) AS start_time,
+    least(coalesce(lr.end_time, c.schedule_length), c.schedule_length)
+      AS end_time
   FROM assignments AS a
   JOIN chosen AS c
     ON c.module_id = a.module_id
-  JOIN allocations AS al
+  JOIN (
+    SELECT module_id, allocation_index, color
+    FROM allocations
+    WHERE
+      is_preallocated_temp
+      AND module_id IN (SELECT module_id FROM chosen)
+  ) AS al
     ON al.module_id = a.module_id
     AND al.allocation_index = a.allocation_index
-  LEFT JOIN live_ranges AS lr
+    AND al.color = c.color
+  LEFT JOIN (
+    SELECT module_id, value_id, start_time, end_time
+    FROM live_ranges
+    WHERE module_id IN (SELECT module_id FROM chosen)
+  ) AS lr
     ON lr.module_id = a.module_id AND lr.value_id = a.value_id
-  WHERE al.is_preallocated_temp AND al.color = c.color AND a.size > 0
+  WHERE a.size > 0
 ),
+-- each value's live steps, generated from its range rather than by joining
+-- every step to every value
 live AS (
-  SELECT s.module_id, s.time, t.allocation_index, t.value_id, t.lo, t.hi
-  FROM steps AS s
-  JOIN temp_values AS t
-    ON t.module_id = s.module_id
-    AND s.time BETWEEN t.start_time AND t.end_time
+  SELECT t.module_id, s.range AS time, t.allocation_index, t.value_id, t.lo,
+    t.hi
+  FROM temp_values AS t, range(t.start_time, t.end_time + 1) AS s(range)
 ),
 ordered AS (
   SELECT
@@ -102,6 +115,10 @@ JOIN chosen AS c
   ON c.module_id = s.module_id
 LEFT JOIN temp_by_time AS t
   ON t.module_id = s.module_id AND t.time = s.time
-LEFT JOIN sequence AS q
+LEFT JOIN (
+  SELECT module_id, time, instruction
+  FROM sequence
+  WHERE module_id IN (SELECT module_id FROM chosen)
+) AS q
   ON q.module_id = s.module_id AND q.time = s.time
 ORDER BY c.module_id, s.time
