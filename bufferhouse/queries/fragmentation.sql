@@ -10,6 +10,16 @@
 -- column waste_bytes: size - max_live_bytes: XLA's heap-simulator fragmentation of the arena.
 -- column waste_pct: waste_bytes as a percentage of size.
 -- note: Matches XLA's `fragmentation_size = heap_size - no_fragmentation_heap_size` per arena, computed from offsets, sizes and live ranges. NULL when the module has no live ranges.
+WITH chosen AS (
+  SELECT
+    module_id,
+    module_name,
+    dense_rank() OVER (ORDER BY module_name) AS name_rank
+  FROM modules
+  WHERE
+    $module IS NULL
+    OR module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
+)
 SELECT
   a.module_id,
   m.module_name,
@@ -21,13 +31,8 @@ SELECT
   round(100.0 * (a.size - a.max_live_bytes) / nullif(a.size, 0), 2)
     AS waste_pct
 FROM allocations AS a
-JOIN modules AS m
+JOIN chosen AS m
   ON m.module_id = a.module_id
-WHERE
-  a.is_preallocated_temp
-  AND (
-    $module IS NULL
-    OR a.module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
-  )
-ORDER BY waste_bytes DESC NULLS LAST, m.module_name, a.module_id,
+WHERE a.is_preallocated_temp
+ORDER BY waste_bytes DESC NULLS LAST, m.name_rank, a.module_id,
   a.allocation_index

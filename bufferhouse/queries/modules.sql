@@ -21,7 +21,38 @@
 -- column temp_bytes: Sum of preallocated-temp allocations (memory_analysis temp).
 -- note: The category sums overlap (a donated parameter is parameter and output) and cover every memory space; see `categories` for the split per space.
 -- example: bufferhouse query modules --param label=jax=0.7.2
-WITH cats AS (
+WITH wanted AS (
+  SELECT module_id FROM module_keys WHERE key = $module
+),
+-- each large table is read scoped to the module: see queries/__init__.py
+chosen AS (
+  SELECT module_id
+  FROM modules
+  WHERE
+    ($module IS NULL OR module_id IN (SELECT module_id FROM wanted))
+    AND (
+      $label IS NULL
+      OR module_id IN (
+        SELECT module_id FROM labels WHERE key || '=' || value = $label
+      )
+    )
+),
+scoped AS (
+  SELECT
+    module_id, size, is_parameter, is_maybe_live_out, is_constant,
+    is_thread_local, is_preallocated_temp
+  FROM allocations
+  WHERE $module IS NULL AND $label IS NULL
+  UNION ALL
+  SELECT
+    module_id, size, is_parameter, is_maybe_live_out, is_constant,
+    is_thread_local, is_preallocated_temp
+  FROM allocations
+  WHERE
+    ($module IS NOT NULL OR $label IS NOT NULL)
+    AND module_id IN (SELECT module_id FROM chosen)
+),
+cats AS (
   SELECT
     module_id,
     sum(size) FILTER (WHERE is_parameter) AS parameter_bytes,
@@ -32,7 +63,7 @@ WITH cats AS (
     sum(size) FILTER (WHERE is_constant) AS constant_bytes,
     sum(size) FILTER (WHERE is_thread_local) AS thread_local_bytes,
     sum(size) FILTER (WHERE is_preallocated_temp) AS temp_bytes
-  FROM allocations
+  FROM scoped
   GROUP BY module_id
 ),
 labelled AS (
@@ -61,19 +92,10 @@ SELECT
   CAST(coalesce(c.thread_local_bytes, 0) AS BIGINT) AS thread_local_bytes,
   CAST(coalesce(c.temp_bytes, 0) AS BIGINT) AS temp_bytes
 FROM modules AS m
+JOIN chosen AS s
+  ON s.module_id = m.module_id
 LEFT JOIN cats AS c
   ON c.module_id = m.module_id
 LEFT JOIN labelled AS l
   ON l.module_id = m.module_id
-WHERE
-  (
-    $module IS NULL
-    OR m.module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
-  )
-  AND (
-    $label IS NULL
-    OR m.module_id IN (
-      SELECT module_id FROM labels WHERE key || '=' || value = $label
-    )
-  )
 ORDER BY m.module_name, m.module_number, m.module_id
