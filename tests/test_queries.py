@@ -166,3 +166,85 @@ def test_docs_are_current():
         assert (docs / name).read_text() == text, (
             f"docs/{name} is stale: python -m bufferhouse.docs"
         )
+
+
+# --- the queries read scoped base tables; the views define the same rows -------
+
+_MODULE_FILTER = (
+    "($module IS NULL OR module_id IN (SELECT module_id FROM module_keys WHERE key = $module))"
+)
+_SOURCE = "source_file || ':' || CAST(source_line AS VARCHAR)"
+#: Each query that reads base tables through per-module CTEs, as the plain
+#: filter over its view (what it computed before it was scoped for speed).
+THROUGH_VIEWS = {
+    "largest-values": f"""
+        SELECT module_id, module_name, value_id, instruction, shape_index, category, color,
+          size, logical_bytes, shape, opcode, op_name, {_SOURCE} AS source
+        FROM value_facts WHERE {_MODULE_FILTER}
+        ORDER BY size DESC, module_name, module_id, value_id LIMIT $top""",
+    "padding": f"""
+        SELECT module_id, module_name, value_id, instruction, shape_index, category, color,
+          shape, size, logical_bytes, padding_bytes,
+          round(size / nullif(logical_bytes, 0), 2) AS expansion, op_name
+        FROM value_facts WHERE padding_bytes > 0 AND {_MODULE_FILTER}
+        ORDER BY padding_bytes DESC, module_name, module_id, value_id LIMIT $top""",
+    "padding-by-module": f"""
+        WITH slices AS (
+          SELECT module_id, module_name, color, allocation_index, byte_offset, size,
+            max(logical_bytes) AS logical_bytes
+          FROM value_facts WHERE {_MODULE_FILTER}
+          GROUP BY module_id, module_name, color, allocation_index, byte_offset, size)
+        SELECT module_id, module_name, color, count(*) AS slices,
+          CAST(sum(size) AS BIGINT) AS assigned_bytes,
+          CAST(sum(logical_bytes) AS BIGINT) AS logical_bytes,
+          CAST(sum(size) - sum(logical_bytes) AS BIGINT) AS padding_bytes,
+          round(100.0 * (sum(size) - sum(logical_bytes)) / nullif(sum(size), 0), 2)
+            AS padding_pct
+        FROM slices GROUP BY module_id, module_name, color
+        ORDER BY padding_bytes DESC, module_name, module_id, color""",
+    "peak-buffers": f"""
+        SELECT module_id, module_name, peak_time, value_id, instruction, shape_index,
+          allocation_index, category, size, logical_bytes, padding_bytes, shape, opcode,
+          op_name, {_SOURCE} AS source, live_at_peak
+        FROM heap_peak_values WHERE color = $space AND {_MODULE_FILTER}
+        ORDER BY size DESC, module_name, module_id, value_id LIMIT $top""",
+    "by-source": f"""
+        SELECT coalesce(key, '(unknown)') AS key, count(DISTINCT module_id) AS modules,
+          count(*) AS buffers, CAST(sum(size) AS BIGINT) AS bytes,
+          CAST(sum(logical_bytes) AS BIGINT) AS logical_bytes
+        FROM (
+          SELECT module_id, size, logical_bytes,
+            CASE $key_by WHEN 'source' THEN {_SOURCE}
+              ELSE array_to_string(list_slice(string_split(op_name, '/'), 1, 2), '/') END AS key
+          FROM heap_peak_values WHERE color = $space AND {_MODULE_FILTER})
+        GROUP BY coalesce(key, '(unknown)') ORDER BY bytes DESC, key""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(THROUGH_VIEWS))
+def test_scoped_queries_return_the_rows_of_the_views(name, fleet_db):
+    """Every module name (names select several modules), every module id, and the
+    fleet: the query and its view formulation return the same rows in the same order."""
+    with duckdb.connect(str(fleet_db), read_only=True) as con:
+        queries.use_package_views(con)
+        names = con.execute("SELECT DISTINCT module_name FROM modules ORDER BY 1").fetchall()
+        ids = con.execute("SELECT module_id FROM modules ORDER BY module_id").fetchall()
+        keys = [None] + [r[0] for r in names] + [str(r[0]) for r in ids[::15]]
+        q = queries.get(name)
+        view_sql = THROUGH_VIEWS[name]
+        for n, key in enumerate(keys):
+            for space in (0, 1) if "space" in view_sql else (0,):
+                given = {"module": key, "space": space, "top": 10**6}
+                if name == "by-source":
+                    given |= {"key_by": ("source", "op_name")[n % 2], "name_depth": 2}
+                values = q.bind({k: v for k, v in given.items() if k in q.used_params()})
+                want = con.execute(
+                    view_sql,
+                    {
+                        k: given[k]
+                        for k in ("module", "space", "top", "key_by")
+                        if f"${k}" in view_sql
+                    },
+                ).fetchall()
+                got = con.execute(q.sql, {k: values[k] for k in q.used_params()}).fetchall()
+                assert got == want, (name, key, space)
