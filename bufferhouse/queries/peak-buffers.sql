@@ -74,26 +74,40 @@ facts AS (
   LEFT JOIN lives AS lr
     ON lr.module_id = a.module_id AND lr.value_id = a.value_id
 ),
-ranked AS (
+indefinite AS (
   SELECT
-    *,
-    bool_or(live_at_peak) OVER (
-      PARTITION BY module_id, allocation_index
-    ) AS allocation_live,
-    row_number() OVER (
-      PARTITION BY module_id, allocation_index
-      ORDER BY size DESC, value_id
-    ) AS size_rank
+    module_id,
+    allocation_index,
+    bool_or(live_at_peak) AS allocation_live,
+    max(size) AS top_size
   FROM facts
+  WHERE category <> 'temp'
+  GROUP BY module_id, allocation_index
+),
+shown AS (
+  SELECT f.module_id, f.allocation_index, min(f.value_id) AS value_id
+  FROM facts AS f
+  JOIN indefinite AS d
+    ON d.module_id = f.module_id
+    AND d.allocation_index = f.allocation_index
+  WHERE NOT d.allocation_live AND f.size = d.top_size
+  GROUP BY f.module_id, f.allocation_index
 ),
 listed AS (
   SELECT
     module_id, value_id, allocation_index, category, size, peak_time,
     live_at_peak
-  FROM ranked
-  WHERE
-    live_at_peak
-    OR (category <> 'temp' AND NOT allocation_live AND size_rank = 1)
+  FROM facts
+  WHERE live_at_peak
+  UNION ALL
+  SELECT
+    f.module_id, f.value_id, f.allocation_index, f.category, f.size,
+    f.peak_time, f.live_at_peak
+  FROM facts AS f
+  JOIN shown AS s
+    ON s.module_id = f.module_id
+    AND s.allocation_index = f.allocation_index
+    AND s.value_id = f.value_id
 ),
 top_listed AS (
   SELECT l.*, m.module_name
