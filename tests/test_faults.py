@@ -182,7 +182,7 @@ def test_disk_full_during_ingest_leaves_the_warehouse_unchanged(small_disk):
     db = small_disk / "w.duckdb"
     assert bufferhouse.ingest(SAMPLES, db=db, jobs=1).ok
     before = _snapshot(db)
-    filler = _free_space_left(small_disk, 64)
+    filler = _free_space_left(small_disk, 256)  # room for the macros, not the modules
     more = subprocess.run(
         _cli("ingest", CORPUS / "jax-0.7.2", "--db", db, "-q", "-j", "1"),
         capture_output=True,
@@ -190,6 +190,8 @@ def test_disk_full_during_ingest_leaves_the_warehouse_unchanged(small_disk):
     )
     _assert_clean_failure(more, "No space left on device")
     assert "Nothing of them was written" in more.stderr
+    filler.unlink()
+    filler = _free_space_left(small_disk, 64)  # a new warehouse's tables do not fit
     new = subprocess.run(
         _cli("ingest", SAMPLES, "--db", small_disk / "new.duckdb", "-q"),
         capture_output=True,

@@ -41,7 +41,9 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table
             f"INSERT INTO {quote_identifier(table_name)} SELECT * FROM {quote_identifier(view)}"
         )
     finally:
-        con.unregister(view)
+        # After a failed write DuckDB may refuse even this; the write's error is the one to report.
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(view)
 
 
 def _diagnostic_rows(

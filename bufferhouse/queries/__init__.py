@@ -36,6 +36,7 @@ heap_peak_values) define the same rows; tests hold the queries to them.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -255,7 +256,8 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
             )
         con.execute("COMMIT")
     except Exception:
-        con.execute("ROLLBACK")
+        with contextlib.suppress(duckdb.Error):  # a failed COMMIT has ended it already
+            con.execute("ROLLBACK")
         raise
 
 
