@@ -40,6 +40,7 @@ def parse_module(
     """
     ba_path = next(path for role, path in files if role == "buffer_assignment")
     scanned = vector.scan(files, vector_min_bytes) if accelerate else None
+    large = scanned is not None
     if scanned is None:
         p = _Parser()
         for role, path in files:
@@ -53,5 +54,6 @@ def parse_module(
         scanned = p.scanned(ba_path)
     parsed = finish(scanned, files, hlo_path, read_lines)
     del scanned
-    pa.default_memory_pool().release_unused()  # a large module's scratch goes back to the OS
+    if large:  # its scratch memory goes back to the OS; small modules skip the call
+        pa.default_memory_pool().release_unused()
     return parsed

@@ -40,11 +40,12 @@ def file_name(path: str) -> str:
     return member[3] if member else os.path.basename(path)
 
 
-def _open(path: str):
+def open_dump(path: str):
+    """The file as a binary stream: plain, .gz, or a member of a stdout log."""
     member = split_member(path)
     if member is not None and not os.path.exists(path):
         log, offset, length, _ = member
-        with _open(log) as f:
+        with open_dump(log) as f:
             f.seek(offset)
             return io.BytesIO(f.read(length))
     if path.endswith(".gz"):
@@ -65,7 +66,7 @@ def log_members(path: str) -> list[tuple[str, str]]:
     members = []
     offset = 0
     current: tuple[str, int] | None = None
-    with _open(path) as f:
+    with open_dump(path) as f:
         for raw in f:
             line = raw.rstrip(b"\r\n")
             if line.startswith(_BEGIN) and line.endswith(_MARK_END) and current is None:
@@ -97,7 +98,7 @@ def content_digest(paths: list[str], names: list[str], max_bytes: int | None) ->
     for path, name in zip(paths, names):
         h.update(name.encode("utf-8", "surrogateescape") + b"\0")
         try:
-            with _open(path) as f:
+            with open_dump(path) as f:
                 while chunk := f.read(CHUNK):
                     total += len(chunk)
                     if max_bytes is not None and total > max_bytes:
@@ -134,7 +135,7 @@ def read_blocks(path: str) -> Iterator[tuple[int, str]]:
     """
     lineno = 1
     try:
-        with _open(path) as f:
+        with open_dump(path) as f:
             rest = b""
             pending: list[bytes] = []  # pieces of a line longer than a chunk
             while True:

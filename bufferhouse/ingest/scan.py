@@ -11,7 +11,7 @@ nothing is half-kept. `scanned()` hands the result to finish.py as columns.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -749,8 +749,3 @@ def _columns(schema: pa.Schema, columns: list | None) -> pa.Table:
     return pa.Table.from_arrays(
         [pa.array(c, f.type) for f, c in zip(schema, columns)], schema=schema
     )
-
-
-def read_numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
-    """Number lines from 1 (for tests and in-memory text)."""
-    yield from enumerate(lines, 1)

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from bufferhouse.errors import DumpError
 from bufferhouse.ingest import model
 from bufferhouse.ingest.model import Alloc, first_occurrences
-from bufferhouse.ingest.reader import read_lines, split_member
+from bufferhouse.ingest.reader import open_dump, read_lines, split_member
 from bufferhouse.ingest.scan import _alloc_attributes, _Parser
 
 # Python's \s (str patterns) as an RE2 class, so that RE2 and `re` agree on \S.
@@ -94,10 +94,6 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
 _CHUNK = 1 << 26
 
 
-def _open(path: str):
-    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
 def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
     """(index of the first line, lines without their newlines) for ~64 MiB of whole lines at a time.
 
@@ -106,7 +102,7 @@ def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
     """
     first = 0
     rest = b""
-    with _open(path) as f:
+    with open_dump(path) as f:
         while True:
             chunk = f.read(_CHUNK)
             if not chunk:
