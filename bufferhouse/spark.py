@@ -41,7 +41,7 @@ from bufferhouse.export.transpile import transpile
 from bufferhouse.ingest import discover, parse_files, parse_labels
 from bufferhouse.ingest.discover import ModuleFiles
 from bufferhouse.ingest.load import with_module_id
-from bufferhouse.schema import MODULE_TABLES, TABLES, TABLES_BY_NAME, Table
+from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES, TABLES_BY_NAME, Table
 from bufferhouse.schema.ids import ModuleIds
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,6 +166,13 @@ def _next_module_id() -> int:
     return _ids.next()
 
 
+def _derived(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
+    """A parsed module's derived tables, by the warehouse writer's statements."""
+    from bufferhouse.ingest.derive import derived_tables
+
+    return derived_tables(tables)
+
+
 def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Iterator[dict]:
     """Parse one module group; one row per table (see PARSED_SCHEMA). Never raises.
 
@@ -209,6 +216,7 @@ def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Itera
         "message": warnings,
         "data": _ipc(modules),
     }
+    tables |= _derived(tables)
     for name, data in tables.items():
         if data.num_rows:
             yield {
@@ -282,7 +290,7 @@ def decode_parsed(parsed: pa.Table) -> dict[str, pa.Table]:
         seen.add(key)
         parts.setdefault(row["table"], []).append(_unipc(row["data"]))
     out = {}
-    for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES):
+    for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES, *DERIVED_TABLES):
         schema = table_schema(table)
         got = parts.get(table.name)
         out[table.name] = (
@@ -311,7 +319,7 @@ def parsed_tables(
     run_id = run_id if run_id is not None else int(datetime.now(timezone.utc).timestamp() * 1e6)
     ok = _kept_copies(parsed.filter(functions.col("status") == "parsed"))
     out: dict[str, DataFrame] = {}
-    for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES):
+    for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES, *DERIVED_TABLES):
         rows = ok.filter(functions.col("table") == table.name).select("data")
         df = rows.mapInArrow(_decoder(table), spark_schema(table))
         if table.name == "modules":

@@ -19,7 +19,7 @@ from bufferhouse.cli import main
 from bufferhouse.errors import SchemaVersionError, WarehouseError
 from bufferhouse.ingest import IngestReport, discover, run_batches, run_record
 from bufferhouse.ingest.load import ModuleWriter
-from bufferhouse.schema import MODULE_TABLES, SCHEMA_VERSION
+from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.ids import LOW_BITS, ModuleIds
 from bufferhouse.schema.warehouse import STORAGE_VERSION, ensure_schema, schema_version
 from tests.conftest import CORPUS, SAMPLES
@@ -149,6 +149,8 @@ def _as_version_1(db) -> dict[str, int]:
             "INSERT INTO diagnostics VALUES (1, ?, 'x.txt', 3, 'warning', 'a v1 warning')",
             [old[first]],
         )
+        for table in DERIVED_TABLES:  # version 1 had none (added in 3)
+            con.execute(f'DROP TABLE "{table.name}"')
         con.execute("UPDATE schema_info SET value = '1' WHERE key = 'schema_version'")
         con.execute("CHECKPOINT")
     return old
@@ -167,7 +169,7 @@ def version_1_db(tmp_path):
                 ).fetchall(),
                 key=repr,
             )
-            for name in ("labels", *(t.name for t in MODULE_TABLES))
+            for name in ("labels", *(t.name for t in (*MODULE_TABLES, *DERIVED_TABLES)))
         }
     _as_version_1(db)
     return db, before

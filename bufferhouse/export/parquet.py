@@ -408,6 +408,10 @@ class PartWriter(ModuleBuffer):
         for table in MODULE_TABLES:
             if table.name in self._tables:
                 self._write(table.name, self._tables[table.name], name)
+        if self._modules:
+            for table_name, rows in _derived_parts(self._tables).items():
+                if rows.num_rows:
+                    self._write(table_name, [rows], name)
         if label_rows:
             self._write("labels", [_rows("labels", label_rows)], name)
         if self._diagnostics:
@@ -431,6 +435,13 @@ class PartWriter(ModuleBuffer):
         pq.write_table(data, tmp, row_group_size=ROWS_PER_GROUP, **PARQUET_OPTIONS)
         os.replace(tmp, final)
         self.files_written += 1
+
+
+def _derived_parts(parts: dict[str, list[pa.Table]]) -> dict[str, pa.Table]:
+    """The derived tables of a batch's modules, by the warehouse writer's statements."""
+    from bufferhouse.ingest.derive import derived_tables
+
+    return derived_tables({name: pa.concat_tables(p) for name, p in parts.items()})
 
 
 def ingest_to_parquet(

@@ -202,6 +202,8 @@ class ModuleWriter(ModuleBuffer):
             insert_arrow(con, "modules", modules)
             for name, parts in self._tables.items():
                 insert_arrow(con, name, pa.concat_tables(parts))
+            if self._modules:
+                _derive_batch(con, [m["module_id"] for m in self._modules])
             if label_rows:
                 insert_arrow(
                     con,
@@ -248,3 +250,11 @@ def _insert_missing_labels(
         )
     finally:
         con.unregister("_bh_new_labels")
+
+
+def _derive_batch(con: duckdb.DuckDBPyConnection, module_ids: list[int]) -> None:
+    """The batch's derived rows, in its transaction: ids grow past every stored id,
+    so [min, max] holds exactly this batch and the scans skip older row groups."""
+    from bufferhouse.ingest.derive import derive
+
+    derive(con, min(module_ids), max(module_ids))

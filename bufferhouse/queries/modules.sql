@@ -37,33 +37,18 @@ chosen AS (
       )
     )
 ),
-scoped AS (
-  SELECT
-    module_id, size, is_parameter, is_maybe_live_out, is_constant,
-    is_thread_local, is_preallocated_temp
-  FROM allocations
-  WHERE $module IS NULL AND $label IS NULL
-  UNION ALL
-  SELECT
-    module_id, size, is_parameter, is_maybe_live_out, is_constant,
-    is_thread_local, is_preallocated_temp
-  FROM allocations
-  WHERE
-    ($module IS NOT NULL OR $label IS NOT NULL)
-    AND module_id IN (SELECT module_id FROM chosen)
-),
+-- space_totals: the category sums per module and space (ingest)
 cats AS (
   SELECT
     module_id,
-    sum(size) FILTER (WHERE is_parameter) AS parameter_bytes,
-    sum(size) FILTER (WHERE is_maybe_live_out) AS output_bytes,
-    sum(size) FILTER (
-      WHERE is_parameter AND is_maybe_live_out
-    ) AS alias_bytes,
-    sum(size) FILTER (WHERE is_constant) AS constant_bytes,
-    sum(size) FILTER (WHERE is_thread_local) AS thread_local_bytes,
-    sum(size) FILTER (WHERE is_preallocated_temp) AS temp_bytes
-  FROM scoped
+    sum(parameter_bytes) AS parameter_bytes,
+    sum(output_bytes) AS output_bytes,
+    sum(alias_bytes) AS alias_bytes,
+    sum(constant_bytes) AS constant_bytes,
+    sum(thread_local_bytes) AS thread_local_bytes,
+    sum(temp_bytes) AS temp_bytes
+  FROM space_totals
+  WHERE module_id IN (SELECT module_id FROM chosen)
   GROUP BY module_id
 ),
 labelled AS (

@@ -13,70 +13,26 @@
 WITH wanted AS (
   SELECT module_id FROM module_keys WHERE key = $module
 ),
--- each large table is read scoped to the module: see queries/__init__.py
-scoped AS (
-  SELECT module_id, value_id, allocation_index, byte_offset, size
-  FROM assignments
-  WHERE $module IS NULL
-  UNION ALL
-  SELECT module_id, value_id, allocation_index, byte_offset, size
-  FROM assignments
-  WHERE module_id IN (SELECT module_id FROM wanted)
-),
-sized AS (
-  SELECT module_id, value_id, logical_bytes
-  FROM hlo_values
-  WHERE $module IS NULL
-  UNION ALL
-  SELECT module_id, value_id, logical_bytes
-  FROM hlo_values
-  WHERE module_id IN (SELECT module_id FROM wanted)
-),
-allocs AS (
-  SELECT module_id, allocation_index, color
-  FROM allocations
-  WHERE $module IS NULL
-  UNION ALL
-  SELECT module_id, allocation_index, color
-  FROM allocations
-  WHERE module_id IN (SELECT module_id FROM wanted)
-),
-slices AS (
-  SELECT
-    a.module_id,
-    al.color,
-    a.allocation_index,
-    a.byte_offset,
-    a.size,
-    max(v.logical_bytes) AS logical_bytes
-  FROM scoped AS a
-  JOIN sized AS v
-    ON v.module_id = a.module_id AND v.value_id = a.value_id
-  JOIN allocs AS al
-    ON al.module_id = a.module_id
-    AND al.allocation_index = a.allocation_index
-  GROUP BY a.module_id, al.color, a.allocation_index, a.byte_offset, a.size
-),
+-- space_totals holds each module's and space's slice sums, computed at ingest
 totals AS (
-  SELECT
-    module_id,
-    color,
-    count(*) AS slices,
-    sum(size) AS assigned,
-    sum(logical_bytes) AS logical
-  FROM slices
-  GROUP BY module_id, color
+  SELECT module_id, color, slices, slice_bytes, slice_logical_bytes
+  FROM space_totals
+  WHERE slices > 0
+    AND ($module IS NULL OR module_id IN (SELECT module_id FROM wanted))
 )
 SELECT
   t.module_id,
   m.module_name,
   t.color,
   t.slices,
-  CAST(t.assigned AS BIGINT) AS assigned_bytes,
-  CAST(t.logical AS BIGINT) AS logical_bytes,
-  CAST(t.assigned - t.logical AS BIGINT) AS padding_bytes,
-  round(100.0 * (t.assigned - t.logical) / nullif(t.assigned, 0), 2)
-    AS padding_pct
+  t.slice_bytes AS assigned_bytes,
+  t.slice_logical_bytes AS logical_bytes,
+  t.slice_bytes - t.slice_logical_bytes AS padding_bytes,
+  round(
+    100.0 * (t.slice_bytes - t.slice_logical_bytes)
+    / nullif(t.slice_bytes, 0),
+    2
+  ) AS padding_pct
 FROM totals AS t
 JOIN modules AS m
   ON m.module_id = t.module_id

@@ -19,32 +19,27 @@
 WITH wanted AS (
   SELECT module_id FROM module_keys WHERE key = $module
 ),
--- each large table is read scoped to the module: see queries/__init__.py
+-- each large table is read scoped to the module: see queries/__init__.py;
+-- padded_values holds the values with size > logical_bytes, found at ingest
 scoped AS (
-  SELECT module_id, value_id, allocation_index, size
-  FROM assignments
+  SELECT
+    module_id, value_id, allocation_index, color, size, logical_bytes,
+    padding_bytes
+  FROM padded_values
   WHERE $module IS NULL
   UNION ALL
-  SELECT module_id, value_id, allocation_index, size
-  FROM assignments
+  SELECT
+    module_id, value_id, allocation_index, color, size, logical_bytes,
+    padding_bytes
+  FROM padded_values
   WHERE module_id IN (SELECT module_id FROM wanted)
 ),
 ranked AS (
-  SELECT
-    a.module_id,
-    m.module_name,
-    a.value_id,
-    a.allocation_index,
-    a.size,
-    v.logical_bytes,
-    a.size - v.logical_bytes AS padding_bytes
+  SELECT a.*, m.module_name
   FROM scoped AS a
-  JOIN hlo_values AS v
-    ON v.module_id = a.module_id AND v.value_id = a.value_id
   JOIN modules AS m
     ON m.module_id = a.module_id
-  WHERE a.size - v.logical_bytes > 0
-  ORDER BY padding_bytes DESC, m.module_name, a.module_id, a.value_id
+  ORDER BY a.padding_bytes DESC, m.module_name, a.module_id, a.value_id
   LIMIT $top
 ),
 ranked_modules AS (
@@ -57,7 +52,7 @@ SELECT
   v.instruction,
   v.shape_index,
   al.category,
-  al.color,
+  r.color,
   v.shape,
   r.size,
   r.logical_bytes,

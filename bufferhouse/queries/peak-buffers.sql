@@ -24,97 +24,39 @@
 WITH wanted AS (
   SELECT module_id FROM module_keys WHERE key = $module
 ),
--- each large table is read scoped to the module: see queries/__init__.py
-peaks AS (
-  SELECT module_id, color, peak_time
-  FROM heap_peaks
+-- each large table is read scoped to the module: see queries/__init__.py;
+-- heap_peak_buffers holds the heap_peak_values rows, computed at ingest
+cutoff AS (
+  SELECT min(size) AS size
+  FROM (
+    SELECT size FROM heap_peak_buffers WHERE color = $space AND $module IS NULL
+    UNION ALL
+    SELECT size FROM heap_peak_buffers
+    WHERE color = $space AND module_id IN (SELECT module_id FROM wanted)
+    ORDER BY size DESC
+    LIMIT $top
+  )
+),
+candidates AS (
+  SELECT
+    module_id, peak_time, value_id, allocation_index, category, size,
+    logical_bytes, live_at_peak
+  FROM heap_peak_buffers
   WHERE color = $space AND $module IS NULL
   UNION ALL
-  SELECT module_id, color, peak_time
-  FROM heap_peaks
+  SELECT
+    module_id, peak_time, value_id, allocation_index, category, size,
+    logical_bytes, live_at_peak
+  FROM heap_peak_buffers
   WHERE color = $space AND module_id IN (SELECT module_id FROM wanted)
-),
-allocs AS (
-  SELECT module_id, allocation_index, color, category
-  FROM allocations
-  WHERE color = $space AND $module IS NULL
-  UNION ALL
-  SELECT module_id, allocation_index, color, category
-  FROM allocations
-  WHERE color = $space AND module_id IN (SELECT module_id FROM wanted)
-),
-lives AS (
-  SELECT module_id, value_id, start_time, end_time
-  FROM live_ranges
-  WHERE $module IS NULL
-  UNION ALL
-  SELECT module_id, value_id, start_time, end_time
-  FROM live_ranges
-  WHERE module_id IN (SELECT module_id FROM wanted)
-),
-facts AS (
-  SELECT
-    a.module_id,
-    a.value_id,
-    a.allocation_index,
-    al.category,
-    a.size,
-    p.peak_time,
-    p.peak_time IS NOT NULL
-    AND (
-      (lr.start_time IS NULL AND al.category = 'temp')
-      OR p.peak_time BETWEEN lr.start_time AND lr.end_time
-    ) AS live_at_peak
-  FROM peaks AS p
-  JOIN allocs AS al
-    ON al.module_id = p.module_id AND al.color = p.color
-  JOIN assignments AS a
-    ON a.module_id = al.module_id
-    AND a.allocation_index = al.allocation_index
-  LEFT JOIN lives AS lr
-    ON lr.module_id = a.module_id AND lr.value_id = a.value_id
-),
-indefinite AS (
-  SELECT
-    module_id,
-    allocation_index,
-    bool_or(live_at_peak) AS allocation_live,
-    max(size) AS top_size
-  FROM facts
-  WHERE category <> 'temp'
-  GROUP BY module_id, allocation_index
-),
-shown AS (
-  SELECT f.module_id, f.allocation_index, min(f.value_id) AS value_id
-  FROM facts AS f
-  JOIN indefinite AS d
-    ON d.module_id = f.module_id
-    AND d.allocation_index = f.allocation_index
-  WHERE NOT d.allocation_live AND f.size = d.top_size
-  GROUP BY f.module_id, f.allocation_index
-),
-listed AS (
-  SELECT
-    module_id, value_id, allocation_index, category, size, peak_time,
-    live_at_peak
-  FROM facts
-  WHERE live_at_peak
-  UNION ALL
-  SELECT
-    f.module_id, f.value_id, f.allocation_index, f.category, f.size,
-    f.peak_time, f.live_at_peak
-  FROM facts AS f
-  JOIN shown AS s
-    ON s.module_id = f.module_id
-    AND s.allocation_index = f.allocation_index
-    AND s.value_id = f.value_id
 ),
 top_listed AS (
-  SELECT l.*, m.module_name
-  FROM listed AS l
+  SELECT b.*, m.module_name
+  FROM candidates AS b
   JOIN modules AS m
-    ON m.module_id = l.module_id
-  ORDER BY l.size DESC, m.module_name, l.module_id, l.value_id
+    ON m.module_id = b.module_id
+  WHERE b.size >= (SELECT size FROM cutoff)
+  ORDER BY b.size DESC, m.module_name, b.module_id, b.value_id
   LIMIT $top
 ),
 top_modules AS (
@@ -130,8 +72,8 @@ SELECT
   t.allocation_index,
   t.category,
   t.size,
-  v.logical_bytes,
-  t.size - v.logical_bytes AS padding_bytes,
+  t.logical_bytes,
+  t.size - t.logical_bytes AS padding_bytes,
   v.shape,
   i.opcode,
   i.op_name,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from bufferhouse.schema.tables import (
+    DERIVED_TABLES,
     MODULE_TABLES,
     SCHEMA_VERSION,
     TABLES,
@@ -18,6 +19,7 @@ from bufferhouse.schema.tables import (
 )
 
 __all__ = [
+    "DERIVED_TABLES",
     "MODULE_TABLES",
     "SCHEMA_VERSION",
     "TABLES",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -484,6 +484,97 @@ HEAP_PEAKS = Table(
     ),
 )
 
+HEAP_PEAK_BUFFERS = Table(
+    "heap_peak_buffers",
+    "Derived at ingest: the values that make up each module's heap peak per memory space"
+    " (the heap_peak_values view reads them; the rule is in bufferhouse/ingest/derive.py).",
+    (
+        _module_id(),
+        _c("color", "INTEGER", "Memory space (allocation color).", False),
+        _c("peak_time", "INTEGER", "Program-order step of the heap peak (heap_peaks.peak_time)."),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
+        _c("allocation_index", "INTEGER", "Allocation holding the value.", False),
+        _c(
+            "category",
+            "VARCHAR",
+            "Allocation kind: parameter, output, thread-local, constant or temp.",
+            False,
+        ),
+        _c("size", "BIGINT", "Assigned bytes of the value's slice.", False),
+        _c("logical_bytes", "BIGINT", "Unpadded bytes of the value's shape."),
+        _c(
+            "live_at_peak",
+            "BOOLEAN",
+            "The live range covers the peak step; FALSE (NULL without a live range) for the one"
+            " value shown for an indefinite allocation none of whose values is live then.",
+        ),
+    ),
+)
+
+HEAP_PEAK_SOURCES = Table(
+    "heap_peak_sources",
+    "Derived at ingest: heap_peak_buffers rolled up per module, memory space and the op and"
+    " source line of the defining instruction (what by-source sums across the fleet).",
+    (
+        _module_id(),
+        _c("color", "INTEGER", "Memory space.", False),
+        _c("op_name", "VARCHAR", "Framework op name (instructions.op_name); NULL if unknown."),
+        _c("source_file", "VARCHAR", "Source file of the op; NULL if unknown."),
+        _c("source_line", "INTEGER", "Source line of the op; NULL if unknown."),
+        _c("buffers", "BIGINT", "heap_peak_buffers rows with this op and source.", False),
+        _c("bytes", "BIGINT", "Sum of their size.", False),
+        _c("logical_bytes", "BIGINT", "Sum of their logical_bytes (NULL if all are NULL)."),
+    ),
+)
+
+SPACE_TOTALS = Table(
+    "space_totals",
+    "Derived at ingest: per module and memory space, allocation bytes by XLA category and"
+    " the distinct slices of the placed values with their padding.",
+    (
+        _module_id(),
+        _c("color", "INTEGER", "Memory space (allocation color).", False),
+        _c("total_bytes", "BIGINT", "Sum of allocation sizes.", False),
+        _c("parameter_bytes", "BIGINT", "Sum over is_parameter allocations.", False),
+        _c("output_bytes", "BIGINT", "Sum over is_maybe_live_out allocations.", False),
+        _c(
+            "alias_bytes",
+            "BIGINT",
+            "Sum over allocations both parameter and maybe-live-out.",
+            False,
+        ),
+        _c("constant_bytes", "BIGINT", "Sum over is_constant allocations.", False),
+        _c("thread_local_bytes", "BIGINT", "Sum over is_thread_local allocations.", False),
+        _c("temp_bytes", "BIGINT", "Sum over is_preallocated_temp allocations.", False),
+        _c(
+            "slices",
+            "BIGINT",
+            "Distinct (allocation_index, byte_offset, size) slices of placed values.",
+            False,
+        ),
+        _c("slice_bytes", "BIGINT", "Sum of the slices' sizes; NULL without slices."),
+        _c(
+            "slice_logical_bytes",
+            "BIGINT",
+            "Sum over slices of the largest logical_bytes of the values in each; NULL without slices.",
+        ),
+    ),
+)
+
+PADDED_VALUES = Table(
+    "padded_values",
+    "Derived at ingest: the placed values whose slice is larger than their shape (size > logical_bytes).",
+    (
+        _module_id(),
+        _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
+        _c("allocation_index", "INTEGER", "Allocation holding the value.", False),
+        _c("color", "INTEGER", "Memory space of the allocation.", False),
+        _c("size", "BIGINT", "Assigned bytes (assignments.size).", False),
+        _c("logical_bytes", "BIGINT", "hlo_values.logical_bytes.", False),
+        _c("padding_bytes", "BIGINT", "size - logical_bytes (> 0).", False),
+    ),
+)
+
 DIAGNOSTICS = Table(
     "diagnostics",
     "Warnings about loaded modules and errors of modules that failed to load.",
@@ -536,12 +627,22 @@ MODULE_TABLES: tuple[Table, ...] = (
     HEAP_PEAKS,
 )
 
+#: Per-module tables computed from the tables above (bufferhouse.ingest.derive), in
+#: the same transaction as the module's rows, so fleet-wide queries avoid their joins.
+DERIVED_TABLES: tuple[Table, ...] = (
+    HEAP_PEAK_BUFFERS,
+    HEAP_PEAK_SOURCES,
+    SPACE_TOTALS,
+    PADDED_VALUES,
+)
+
 TABLES: tuple[Table, ...] = (
     SCHEMA_INFO,
     RUNS,
     MODULES,
     LABELS,
     *MODULE_TABLES,
+    *DERIVED_TABLES,
     DIAGNOSTICS,
     MEMORY_SPACES,
 )

@@ -20,51 +20,30 @@
 -- column live_at_peak: The value's live range covers the peak step; false for the one value shown for an indefinite allocation none of whose values is live then.
 -- note: Indefinite allocations (parameters, outputs, constants, thread-local) count whole in the heap peak. Each contributes its values live at the peak step, or, when none is (or there are no live ranges), its largest value, as XProf's memory viewer does.
 -- note: Sizes of aliased values repeat their shared slice, so the sum of `size` can exceed heap_peaks.heap_peak_bytes.
-WITH facts AS (
-  SELECT
-    f.*,
-    p.peak_time,
-    p.peak_time IS NOT NULL
-    AND (
-      (f.start_time IS NULL AND f.category = 'temp')
-      OR p.peak_time BETWEEN f.start_time AND f.end_time
-    ) AS live_at_peak
-  FROM value_facts AS f
-  JOIN heap_peaks AS p
-    ON p.module_id = f.module_id AND p.color = f.color
-),
-ranked AS (
-  SELECT
-    *,
-    bool_or(live_at_peak) OVER (
-      PARTITION BY module_id, allocation_index
-    ) AS allocation_live,
-    row_number() OVER (
-      PARTITION BY module_id, allocation_index
-      ORDER BY size DESC, value_id
-    ) AS size_rank
-  FROM facts
-)
+-- note: The membership rule runs at ingest (bufferhouse/ingest/derive.py) and is stored in heap_peak_buffers; this view adds the names and text.
 SELECT
-  module_id,
-  module_name,
-  color,
-  peak_time,
-  value_id,
-  instruction,
-  shape_index,
-  allocation_index,
-  category,
-  size,
-  logical_bytes,
-  padding_bytes,
-  shape,
-  opcode,
-  op_name,
-  source_file,
-  source_line,
-  live_at_peak
-FROM ranked
-WHERE
-  live_at_peak
-  OR (category <> 'temp' AND NOT allocation_live AND size_rank = 1)
+  b.module_id,
+  m.module_name,
+  b.color,
+  b.peak_time,
+  b.value_id,
+  v.instruction,
+  v.shape_index,
+  b.allocation_index,
+  b.category,
+  b.size,
+  b.logical_bytes,
+  b.size - b.logical_bytes AS padding_bytes,
+  v.shape,
+  i.opcode,
+  i.op_name,
+  i.source_file,
+  i.source_line,
+  b.live_at_peak
+FROM heap_peak_buffers AS b
+JOIN modules AS m
+  ON m.module_id = b.module_id
+JOIN hlo_values AS v
+  ON v.module_id = b.module_id AND v.value_id = b.value_id
+LEFT JOIN instructions AS i
+  ON i.module_id = b.module_id AND i.instruction = v.instruction
