@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 
 import duckdb
 
-from bufferhouse.schema import MODULE_TABLES, SCHEMA_VERSION, TABLES, quote_identifier
+from bufferhouse.schema import (
+    DERIVED_TABLES,
+    MODULE_TABLES,
+    SCHEMA_VERSION,
+    TABLES,
+    quote_identifier,
+)
 from bufferhouse.schema.warehouse import database_path, open_connection, schema_version
 
 __all__ = ["CheckReport", "Problem", "check_warehouse"]
@@ -430,10 +436,41 @@ def _heap_peaks(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     return problems
 
 
+def _derived(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """The derived tables hold what ingest's statements compute from the base rows now."""
+    from bufferhouse.ingest.derive import STATEMENTS
+
+    lo, hi = _rows(con, "SELECT min(module_id), max(module_id) FROM modules")[0]
+    if lo is None:
+        return []
+    problems = []
+    for name, select in STATEMENTS.items():
+        for mid, n in _rows(
+            con,
+            f"""
+            WITH want AS ({select}), got AS (SELECT * FROM {quote_identifier(name)})
+            SELECT module_id, count(*) FROM (
+              (SELECT * FROM want EXCEPT ALL SELECT * FROM got)
+              UNION ALL
+              (SELECT * FROM got EXCEPT ALL SELECT * FROM want))
+            GROUP BY module_id ORDER BY module_id
+            """,
+            {"lo": lo, "hi": hi},
+        ):
+            problems.append(
+                Problem(
+                    "derived values",
+                    f"{name}: {n} rows differ from a recomputation from the module's rows",
+                    mid,
+                )
+            )
+    return problems
+
+
 def _orphans(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     """No row points at a module (or a run) that is not there."""
     problems = []
-    for table in (*MODULE_TABLES, next(t for t in TABLES if t.name == "labels")):
+    for table in (*MODULE_TABLES, *DERIVED_TABLES, next(t for t in TABLES if t.name == "labels")):
         name = quote_identifier(table.name)
         for mid, n in _rows(
             con,
@@ -524,6 +561,7 @@ _CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]],
     ("peak list", _peak_list),
     ("schedule", _schedule),
     ("heap peaks", _heap_peaks),
+    ("derived values", _derived),
     ("orphans", _orphans),
     ("module ids", _module_ids),
 )

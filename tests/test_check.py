@@ -17,6 +17,13 @@ from tests.conftest import SAMPLES
 # One damaging statement per check: (what it does, SQL, check that must fail, message part).
 DAMAGE = [
     (
+        "derived row stale",
+        "UPDATE space_totals SET temp_bytes = temp_bytes + 1"
+        " WHERE module_id = (SELECT min(module_id) FROM modules)",
+        "derived values",
+        "space_totals: 2 rows differ from a recomputation",
+    ),
+    (
         "lost rows",
         "DELETE FROM live_ranges WHERE module_id = (SELECT min(module_id) FROM modules)"
         " AND start_time = 0",
@@ -135,7 +142,7 @@ def test_clean_warehouse_passes(fleet_db):
     assert report.ok, report.lines()
     assert report.modules > 190
     assert all(count == 0 for count in report.checks.values())
-    assert len(report.checks) == 9
+    assert len(report.checks) == 10
 
 
 @pytest.mark.parametrize(("what", "sql", "check", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])
@@ -156,7 +163,7 @@ def test_cli_exit_codes_and_report(samples_db, copy_of):
     assert "warehouse is consistent" in ok.stdout
     db = copy_of(samples_db)
     with duckdb.connect(str(db)) as con:
-        con.execute(DAMAGE[3][1])
+        con.execute(DAMAGE[4][1])
     bad = runner.invoke(main, ["check", "--db", str(db)])
     assert bad.exit_code == 1
     assert "FAIL total bytes: 5" in bad.stdout
