@@ -6,6 +6,7 @@ int64 and a query for one module read the whole table; these tests fail that way
 
 from __future__ import annotations
 
+import threading
 from itertools import pairwise
 
 import duckdb
@@ -18,7 +19,7 @@ from bufferhouse.check import check_warehouse
 from bufferhouse.cli import main
 from bufferhouse.errors import SchemaVersionError, WarehouseError
 from bufferhouse.ingest import IngestReport, discover, run_batches, run_record
-from bufferhouse.ingest.load import ModuleWriter
+from bufferhouse.ingest.load import Batch, ModuleBuffer, ModuleWriter
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.ids import LOW_BITS, ModuleIds
 from bufferhouse.schema.warehouse import STORAGE_VERSION, ensure_schema, schema_version
@@ -258,3 +259,49 @@ def test_attach_refuses_one_id_for_two_modules(tmp_path):
     with pytest.raises(ExportError, match=f"module_id {ids[0]} names two different modules"):
         attach(tmp_path / "sets" / "*", tmp_path / "clash.duckdb")
     assert not (tmp_path / "clash.duckdb").exists()
+
+
+class _SlowSink(ModuleBuffer):
+    """A sink whose write waits until the loop has staged a module of the next batch."""
+
+    def __init__(self, expected: int, fail_on: int | None = None) -> None:
+        super().__init__(1, [], max_modules=1)
+        self.expected = expected
+        self.staged = threading.Event()
+        self.overlapped: list[bool] = []
+        self.written: list[int] = []
+        self.fail_on = fail_on
+
+    def add(self, module_row, tables, warnings):
+        self.staged.set()
+        return super().add(module_row, tables, warnings)
+
+    def write(self, batch: Batch) -> int:
+        if batch.empty:
+            return 0
+        self.staged.clear()
+        # The last batch has no successor: do not wait for one.
+        last = len(self.written) + 1 == self.expected
+        self.overlapped.append(last or self.staged.wait(10))
+        if len(self.written) == self.fail_on:
+            raise WarehouseError("disk full (simulated)")
+        self.written += [m["module_id"] for m in batch.modules]
+        return len(batch.modules)
+
+
+def test_the_next_batch_fills_while_the_last_is_written():
+    groups = discover([str(CORPUS / "jax-0.6.2")])[:6]
+    sink = _SlowSink(len(groups))
+    report = IngestReport("sink", run_id=1)
+    run_batches(groups, sink, report, jobs=1)
+    assert len(sink.written) == 6 and all(sink.overlapped)
+    assert [o.module_id for o in report.loaded] == sink.written  # reported once written
+
+
+def test_a_failed_background_write_stops_the_run_and_reports_no_module_of_it():
+    groups = discover([str(CORPUS / "jax-0.6.2")])[:6]
+    sink = _SlowSink(len(groups), fail_on=2)
+    report = IngestReport("sink", run_id=1)
+    with pytest.raises(WarehouseError, match="simulated"):
+        run_batches(groups, sink, report, jobs=1)
+    assert [o.module_id for o in report.loaded] == sink.written and len(sink.written) == 2

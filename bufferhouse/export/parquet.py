@@ -51,7 +51,7 @@ from bufferhouse.ingest import (
     run_batches,
     run_record,
 )
-from bufferhouse.ingest.load import ModuleBuffer
+from bufferhouse.ingest.load import Batch, ModuleBuffer
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -395,31 +395,30 @@ class PartWriter(ModuleBuffer):
         self._write("schema_info", [_rows("schema_info", info)], "schema_info")
         write_metadata_files(self.root)
 
-    def flush(self) -> int:
-        if self.empty:
+    def write(self, batch: Batch) -> int:
+        if batch.empty:
             return 0
         name = f"{self.token}-{self._parts:05d}"
         self._parts += 1
-        label_rows = self.new_label_rows() + [
+        label_rows = self.new_label_rows(batch) + [
             {"module_id": m, "key": k, "value": v}
-            for m in self._present_labels
+            for m in batch.present_labels
             for k, v in self.labels
         ]
         for table in MODULE_TABLES:
-            if table.name in self._tables:
-                self._write(table.name, self._tables[table.name], name)
-        if self._modules:
-            for table_name, rows in _derived_parts(self._tables).items():
+            if table.name in batch.tables:
+                self._write(table.name, batch.tables[table.name], name)
+        if batch.modules:
+            for table_name, rows in _derived_parts(batch.tables).items():
                 if rows.num_rows:
                     self._write(table_name, [rows], name)
         if label_rows:
             self._write("labels", [_rows("labels", label_rows)], name)
-        if self._diagnostics:
-            self._write("diagnostics", [_rows("diagnostics", self._diagnostics)], name)
-        if self._modules:  # last: the module becomes visible with all its rows in place
-            self._write("modules", [_rows("modules", self._modules)], name)
-        written = len(self._modules)
-        self._clear()
+        if batch.diagnostics:
+            self._write("diagnostics", [_rows("diagnostics", batch.diagnostics)], name)
+        if batch.modules:  # last: the module becomes visible with all its rows in place
+            self._write("modules", [_rows("modules", batch.modules)], name)
+        written = len(batch.modules)
         return written
 
     def _write(self, table_name: str, parts: list[pa.Table], name: str) -> None:

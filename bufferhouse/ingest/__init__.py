@@ -18,7 +18,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Container, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -378,7 +378,10 @@ def run_batches(
     The one ingest loop, whatever the sink: modules whose content hash the
     sink holds (`writer.module_ids`, this run's included) are not parsed again
     (only labelled), every outcome lands in `report`, and a loaded module is
-    reported once its batch is written.
+    reported once its batch is written. A full batch is written on a thread of
+    its own while the next one fills (DuckDB and Parquet writes release the
+    GIL), so parsing and writing overlap; batches are written one at a time,
+    in order, and at most two are held.
     """
     known = writer.module_ids
     if jobs is None:
@@ -393,35 +396,55 @@ def run_batches(
     else:
         results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
     waiting: list[ModuleOutcome] = []
+    writing: tuple[Future[int], list[ModuleOutcome]] | None = None
 
     def report_outcome(outcome: ModuleOutcome) -> None:
         report.outcomes.append(outcome)
         if progress is not None:
             progress(outcome, len(report.outcomes), len(groups))
 
-    def flush() -> None:
-        writer.flush()
-        for outcome in waiting:
+    def settle() -> None:
+        """Wait for the batch being written (its error is raised here); report its modules."""
+        nonlocal writing
+        if writing is None:
+            return
+        future, outcomes = writing
+        writing = None
+        future.result()
+        for outcome in outcomes:
             report_outcome(outcome)
-        waiting.clear()
 
-    try:
-        for files, result in results:
-            outcome = _stage(writer, files, result)
-            if outcome.status == "loaded":
-                waiting.append(outcome)
-            else:
-                report_outcome(outcome)
-            if writer.full:
-                flush()
-            if strict and outcome.status == "failed":
-                report.stopped_early = len(report.outcomes) + len(waiting) < len(groups)
-                break
-        flush()
-    finally:
-        close = getattr(results, "close", None)
-        if close is not None:
-            close()
+    def flush(thread: ThreadPoolExecutor) -> None:
+        nonlocal writing
+        batch, outcomes = writer.take(), waiting[:]
+        waiting.clear()
+        settle()
+        writing = (thread.submit(writer.write, batch), outcomes)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
+        try:
+            for files, result in results:
+                outcome = _stage(writer, files, result)
+                if outcome.status == "loaded":
+                    waiting.append(outcome)
+                else:
+                    report_outcome(outcome)
+                if writer.full:
+                    flush(thread)
+                if strict and outcome.status == "failed":
+                    written = len(writing[1]) if writing is not None else 0
+                    seen = len(report.outcomes) + written + len(waiting)
+                    report.stopped_early = seen < len(groups)
+                    break
+            flush(thread)
+            settle()
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+            if writing is not None:  # leaving on an error: let the write finish, quietly
+                with contextlib.suppress(Exception):
+                    writing[0].result()
 
 
 def _stage(writer: ModuleBuffer, files: ModuleFiles, result: _Parsed) -> ModuleOutcome:

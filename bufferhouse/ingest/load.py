@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import duckdb
 import pyarrow as pa
@@ -31,9 +32,18 @@ def module_tables(module_id: int, parsed: ParsedModule) -> dict[str, pa.Table]:
     return out
 
 
+def stored_order(table_name: str, data: pa.Table) -> pa.Table:
+    """`data` sorted module by module as its table declares for storage (Table.stored_order)."""
+    keys = TABLES_BY_NAME[table_name].stored_order
+    if not keys or data.num_rows < 2:
+        return data
+    return data.sort_by([("module_id", "ascending"), *((k, "ascending") for k in keys)])
+
+
 def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table) -> None:
     if data.num_rows == 0:
         return
+    data = stored_order(table_name, data)
     view = f"_bh_load_{table_name}"
     con.register(view, data)
     try:
@@ -73,14 +83,32 @@ def with_module_id(data: pa.Table, module_id: int) -> pa.Table:
     )
 
 
+@dataclass
+class Batch:
+    """Whole modules buffered for one write, and the batch's other rows."""
+
+    modules: list[dict] = field(default_factory=list)
+    tables: dict[str, list[pa.Table]] = field(default_factory=dict)
+    diagnostics: list[dict] = field(default_factory=list)
+    #: Modules already held that this run labels.
+    present_labels: list[int] = field(default_factory=list)
+    rows: int = 0
+
+    @property
+    def empty(self) -> bool:
+        return not (self.modules or self.diagnostics or self.present_labels)
+
+
 class ModuleBuffer:
     """Whole parsed modules waiting to be written, and the sink-independent bookkeeping.
 
     The ingest loop (`run_batches`) drives any subclass: the warehouse's
-    ModuleWriter and the Parquet export's PartWriter implement `flush`.
+    ModuleWriter and the Parquet export's PartWriter implement `write`.
     The sink, not the parser, gives each module its id (see schema.ids), so
     ids grow in the order modules are written. `held` maps the content hash
     of every module the sink already has to its id; new ids go above them.
+    `take` hands the buffered batch over and starts a new one, so the loop
+    can fill the next batch while the last is written.
     """
 
     def __init__(
@@ -98,63 +126,67 @@ class ModuleBuffer:
         #: content_hash -> module_id of every module the sink holds, this run's included.
         self.module_ids: dict[str, int] = dict(held or {})
         self.ids = ModuleIds(after=max(self.module_ids.values(), default=None))
-        self._clear()
-
-    def _clear(self) -> None:
-        self._modules: list[dict] = []
-        self._tables: dict[str, list[pa.Table]] = {}
-        self._diagnostics: list[dict] = []
-        self._present_labels: list[int] = []
-        self._rows = 0
+        self.batch = Batch()
 
     def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> int:
         """Buffer a parsed module under a newly assigned module_id, which it returns."""
         module_id = self.ids.next()
         self.module_ids[module_row["content_hash"]] = module_id
         counts = {name: data.num_rows for name, data in tables.items()}
-        self._modules.append(
+        batch = self.batch
+        batch.modules.append(
             dict(module_row, module_id=module_id, run_id=self.run_id, row_counts=counts)
         )
         for name, data in tables.items():
             if data.num_rows:
-                self._tables.setdefault(name, []).append(with_module_id(data, module_id))
-                self._rows += data.num_rows
-        self._diagnostics += _diagnostic_rows(self.run_id, module_id, warnings, "warning")
+                batch.tables.setdefault(name, []).append(with_module_id(data, module_id))
+                batch.rows += data.num_rows
+        batch.diagnostics += _diagnostic_rows(self.run_id, module_id, warnings, "warning")
         return module_id
 
     def add_failure(self, error: DumpError) -> None:
-        self._diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
+        self.batch.diagnostics += _diagnostic_rows(self.run_id, None, [error], "error")
 
     def add_labels(self, content_hash: str) -> int | None:
         """Give this run's labels to a module the sink already holds (if it lacks them);
         returns its module_id (None if the sink does not hold it)."""
         module_id = self.module_ids.get(content_hash)
         if self.labels and module_id is not None:
-            self._present_labels.append(module_id)
+            self.batch.present_labels.append(module_id)
         return module_id
 
     @property
     def full(self) -> bool:
-        return len(self._modules) >= self.max_modules or self._rows >= self.max_rows
+        return len(self.batch.modules) >= self.max_modules or self.batch.rows >= self.max_rows
 
     @property
     def pending(self) -> int:
-        return len(self._modules)
+        return len(self.batch.modules)
 
     @property
     def empty(self) -> bool:
-        return not (self._modules or self._diagnostics or self._present_labels)
+        return self.batch.empty
 
-    def new_label_rows(self) -> list[dict]:
-        """Label rows of the modules in this batch."""
+    def take(self) -> Batch:
+        """The buffered batch; the buffer starts a new one."""
+        batch, self.batch = self.batch, Batch()
+        return batch
+
+    def new_label_rows(self, batch: Batch) -> list[dict]:
+        """Label rows of the modules in `batch`."""
         return [
             {"module_id": m["module_id"], "key": k, "value": v}
-            for m in self._modules
+            for m in batch.modules
             for k, v in self.labels
         ]
 
     def flush(self) -> int:
         """Write everything buffered, whole; returns how many modules were written."""
+        return self.write(self.take())
+
+    def write(self, batch: Batch) -> int:
+        """Write `batch` whole; returns how many modules were written. Calls come one at
+        a time, in the order the batches were taken (maybe from another thread)."""
         raise NotImplementedError
 
 
@@ -181,13 +213,13 @@ class ModuleWriter(ModuleBuffer):
         #: writes nothing (killed, disk full, nothing new) leaves no trace.
         self.run_row = run_row
 
-    def flush(self) -> int:
-        if self.empty:
+    def write(self, batch: Batch) -> int:
+        if batch.empty:
             return 0
         modules = pa.Table.from_pylist(
-            self._modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
+            batch.modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
         )
-        label_rows = self.new_label_rows()
+        label_rows = self.new_label_rows(batch)
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
@@ -200,24 +232,24 @@ class ModuleWriter(ModuleBuffer):
                     ),
                 )
             insert_arrow(con, "modules", modules)
-            for name, parts in self._tables.items():
+            for name, parts in batch.tables.items():
                 insert_arrow(con, name, pa.concat_tables(parts))
-            if self._modules:
-                _derive_batch(con, [m["module_id"] for m in self._modules])
+            if batch.modules:
+                _derive_batch(con, [m["module_id"] for m in batch.modules])
             if label_rows:
                 insert_arrow(
                     con,
                     "labels",
                     pa.Table.from_pylist(label_rows, schema=arrow_schema(TABLES_BY_NAME["labels"])),
                 )
-            if self._present_labels:
-                _insert_missing_labels(con, self._present_labels, self.labels)
-            if self._diagnostics:
+            if batch.present_labels:
+                _insert_missing_labels(con, batch.present_labels, self.labels)
+            if batch.diagnostics:
                 insert_arrow(
                     con,
                     "diagnostics",
                     pa.Table.from_pylist(
-                        self._diagnostics, schema=arrow_schema(TABLES_BY_NAME["diagnostics"])
+                        batch.diagnostics, schema=arrow_schema(TABLES_BY_NAME["diagnostics"])
                     ),
                 )
             con.execute("COMMIT")
@@ -225,11 +257,10 @@ class ModuleWriter(ModuleBuffer):
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
             raise WarehouseError(
-                f"could not write {len(self._modules)} modules to the warehouse: {exc}. "
+                f"could not write {len(batch.modules)} modules to the warehouse: {exc}. "
                 "Nothing of them was written; modules committed before are intact."
             ) from None
-        written = len(self._modules)
-        self._clear()
+        written = len(batch.modules)
         self.run_row = None
         return written
 
