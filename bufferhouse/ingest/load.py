@@ -232,8 +232,11 @@ class ModuleWriter(ModuleBuffer):
                     ),
                 )
             insert_arrow(con, "modules", modules)
-            for name, parts in batch.tables.items():
-                insert_arrow(con, name, pa.concat_tables(parts))
+            for name in list(batch.tables):
+                # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
+                # copy are not held at once longer than one table at a time.
+                insert_arrow(con, name, pa.concat_tables(batch.tables.pop(name)))
+                pa.default_memory_pool().release_unused()
             if batch.modules:
                 _derive_batch(con, [m["module_id"] for m in batch.modules])
             if label_rows:
