@@ -69,7 +69,8 @@ ORACLES = {
            WHERE s.module_id = a.module_id AND s.color = a.color)
         FROM allocations AS a GROUP BY a.module_id, a.color""",
     "padded_values": """
-        SELECT module_id, value_id, allocation_index, color, size, logical_bytes, padding_bytes
+        SELECT module_id, value_id, instruction, shape_index, allocation_index, category, color,
+          shape, op_name, size, logical_bytes, padding_bytes
         FROM value_facts WHERE padding_bytes > 0""",
 }
 

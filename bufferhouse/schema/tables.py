@@ -563,12 +563,18 @@ SPACE_TOTALS = Table(
 
 PADDED_VALUES = Table(
     "padded_values",
-    "Derived at ingest: the placed values whose slice is larger than their shape (size > logical_bytes).",
+    "Derived at ingest: the placed values whose slice is larger than their shape"
+    " (size > logical_bytes), with the names the padding query shows.",
     (
         _module_id(),
         _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
+        _c("instruction", "VARCHAR", "Defining instruction (hlo_values.instruction).", False),
+        _c("shape_index", "VARCHAR", "ShapeIndex within the defining instruction.", False),
         _c("allocation_index", "INTEGER", "Allocation holding the value.", False),
+        _c("category", "VARCHAR", "Allocation kind (allocations.category).", False),
         _c("color", "INTEGER", "Memory space of the allocation.", False),
+        _c("shape", "VARCHAR", "Value shape with layout (the tiling explains the padding)."),
+        _c("op_name", "VARCHAR", "Framework op name of the defining instruction."),
         _c("size", "BIGINT", "Assigned bytes (assignments.size).", False),
         _c("logical_bytes", "BIGINT", "hlo_values.logical_bytes.", False),
         _c("padding_bytes", "BIGINT", "size - logical_bytes (> 0).", False),
