@@ -32,9 +32,18 @@ def module_tables(module_id: int, parsed: ParsedModule) -> dict[str, pa.Table]:
     return out
 
 
+def stored_order(table_name: str, data: pa.Table) -> pa.Table:
+    """`data` sorted module by module as its table declares for storage (Table.stored_order)."""
+    keys = TABLES_BY_NAME[table_name].stored_order
+    if not keys or data.num_rows < 2:
+        return data
+    return data.sort_by([("module_id", "ascending"), *((k, "ascending") for k in keys)])
+
+
 def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table) -> None:
     if data.num_rows == 0:
         return
+    data = stored_order(table_name, data)
     view = f"_bh_load_{table_name}"
     con.register(view, data)
     try:

@@ -28,6 +28,9 @@ class Table:
     doc: str
     columns: tuple[Column, ...]
     per_module: bool = True  # rows belong to one module (have module_id)
+    #: Columns the writer sorts each module's rows by before storing them (after
+    #: module_id): neighbours alike compress better. Queries see no difference.
+    stored_order: tuple[str, ...] = ()
 
     @property
     def column_names(self) -> list[str]:
@@ -371,6 +374,9 @@ INSTRUCTIONS = Table(
             compression="zstd",  # a third of FSST's size on long, repetitive HLO text
         ),
     ),
+    # Sorted by name, instructions of a kind sit together: the texts (zstd) and names
+    # shrink by a third, the warehouse of a 104 MB dump by 8%.
+    stored_order=("instruction",),
 )
 
 SEQUENCE = Table(
