@@ -255,13 +255,27 @@ def derive(con: duckdb.DuckDBPyConnection, lo: int, hi: int) -> None:
         con.execute(f"INSERT INTO {quote_identifier(name)}\n{select}", params)
 
 
-def derive_all(con: duckdb.DuckDBPyConnection) -> None:
-    """Recompute the derived rows of every module (the in-place upgrade)."""
+def derive_all(con: duckdb.DuckDBPyConnection, max_rows: int = 2_000_000) -> None:
+    """Recompute the derived rows of every module (the in-place upgrade).
+
+    In id ranges of about `max_rows` assignments, like ingest's batches: one
+    statement over tens of millions of values runs for many minutes on one
+    core, the same work in ranges takes a few seconds per range.
+    """
     for name in STATEMENTS:
         con.execute(f"DELETE FROM {quote_identifier(name)}")
-    lo, hi = con.execute("SELECT min(module_id), max(module_id) FROM modules").fetchall()[0]
-    if lo is not None:
-        derive(con, lo, hi)
+    sizes = con.execute(
+        "SELECT m.module_id, coalesce(a.n, 0) FROM modules AS m LEFT JOIN "
+        "(SELECT module_id, count(*) AS n FROM assignments GROUP BY module_id) AS a "
+        "USING (module_id) ORDER BY m.module_id"
+    ).fetchall()
+    start, rows = None, 0
+    for i, (module_id, n) in enumerate(sizes):
+        start = module_id if start is None else start
+        rows += n
+        if rows >= max_rows or i == len(sizes) - 1:
+            derive(con, start, module_id)
+            start, rows = None, 0
 
 
 def derived_tables(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
