@@ -438,17 +438,21 @@ def _heap_peaks(con: duckdb.DuckDBPyConnection) -> list[Problem]:
 
 def _derived(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     """The derived tables hold what ingest's statements compute from the base rows now."""
-    from bufferhouse.ingest.derive import STATEMENTS
+    from bufferhouse.ingest.derive import STATEMENTS, module_ranges
 
-    lo, hi = _rows(con, "SELECT min(module_id), max(module_id) FROM modules")[0]
-    if lo is None:
-        return []
     problems = []
-    for name, select in STATEMENTS.items():
+    checks = [
+        (lo, hi, name, select)
+        for lo, hi in module_ranges(con)
+        for name, select in STATEMENTS.items()
+    ]
+    for lo, hi, name, select in checks:
         for mid, n in _rows(
             con,
             f"""
-            WITH want AS ({select}), got AS (SELECT * FROM {quote_identifier(name)})
+            WITH want AS ({select}),
+            got AS (
+              SELECT * FROM {quote_identifier(name)} WHERE module_id BETWEEN $lo AND $hi)
             SELECT module_id, count(*) FROM (
               (SELECT * FROM want EXCEPT ALL SELECT * FROM got)
               UNION ALL

@@ -255,27 +255,34 @@ def derive(con: duckdb.DuckDBPyConnection, lo: int, hi: int) -> None:
         con.execute(f"INSERT INTO {quote_identifier(name)}\n{select}", params)
 
 
-def derive_all(con: duckdb.DuckDBPyConnection, max_rows: int = 2_000_000) -> None:
-    """Recompute the derived rows of every module (the in-place upgrade).
-
-    In id ranges of about `max_rows` assignments, like ingest's batches: one
-    statement over tens of millions of values runs for many minutes on one
-    core, the same work in ranges takes a few seconds per range.
-    """
-    for name in STATEMENTS:
-        con.execute(f"DELETE FROM {quote_identifier(name)}")
+def module_ranges(
+    con: duckdb.DuckDBPyConnection, max_rows: int = 2_000_000
+) -> list[tuple[int, int]]:
+    """[lo, hi] module-id ranges covering every module, each of about `max_rows`
+    assignments, like ingest's batches: one statement over tens of millions of
+    values runs for many minutes on one core, the same work in ranges takes a
+    few seconds per range."""
     sizes = con.execute(
         "SELECT m.module_id, coalesce(a.n, 0) FROM modules AS m LEFT JOIN "
         "(SELECT module_id, count(*) AS n FROM assignments GROUP BY module_id) AS a "
         "USING (module_id) ORDER BY m.module_id"
     ).fetchall()
-    start, rows = None, 0
+    ranges, start, rows = [], None, 0
     for i, (module_id, n) in enumerate(sizes):
         start = module_id if start is None else start
         rows += n
         if rows >= max_rows or i == len(sizes) - 1:
-            derive(con, start, module_id)
+            ranges.append((start, module_id))
             start, rows = None, 0
+    return ranges
+
+
+def derive_all(con: duckdb.DuckDBPyConnection, max_rows: int = 2_000_000) -> None:
+    """Recompute the derived rows of every module (the in-place upgrade), range by range."""
+    for name in STATEMENTS:
+        con.execute(f"DELETE FROM {quote_identifier(name)}")
+    for lo, hi in module_ranges(con, max_rows):
+        derive(con, lo, hi)
 
 
 def derived_tables(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
