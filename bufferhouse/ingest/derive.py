@@ -29,46 +29,47 @@ BASE_TABLES = (
 )
 
 _PEAK_BUFFERS = """
-WITH peaks AS (
-  SELECT module_id, color, peak_time
-  FROM heap_peaks
-  WHERE module_id BETWEEN $lo AND $hi
-),
-allocs AS (
-  SELECT module_id, allocation_index, color, category
-  FROM allocations
-  WHERE module_id BETWEEN $lo AND $hi
-),
-facts AS (
-  -- one row per placed value of a color with a heap_peaks row; the value is
-  -- live at the peak when its range covers the peak step (a temp value
-  -- without a range counts as live)
+WITH placed AS MATERIALIZED (
+  -- each placed value of a color with a heap_peaks row. The steps are
+  -- materialized one join at a time: every table shares module_id, and left
+  -- to reorder, the planner has joined whole modules' tables on module_id
+  -- alone (hundreds of GB of intermediate rows on the bench warehouse)
   SELECT
-    a.module_id,
-    al.color,
-    p.peak_time,
-    a.value_id,
-    a.allocation_index,
-    al.category,
-    a.size,
-    v.logical_bytes,
-    p.peak_time IS NOT NULL
-    AND (
-      (lr.start_time IS NULL AND al.category = 'temp')
-      OR p.peak_time BETWEEN lr.start_time AND lr.end_time
-    ) AS live_at_peak
+    a.module_id, al.color, p.peak_time, a.value_id, a.allocation_index,
+    al.category, a.size
   FROM assignments AS a
-  JOIN hlo_values AS v
-    ON v.module_id = a.module_id AND v.value_id = a.value_id
-  JOIN allocs AS al
+  JOIN (
+    SELECT module_id, allocation_index, color, category
+    FROM allocations
+    WHERE module_id BETWEEN $lo AND $hi
+  ) AS al
     ON al.module_id = a.module_id
     AND al.allocation_index = a.allocation_index
-  JOIN peaks AS p
+  JOIN (
+    SELECT module_id, color, peak_time
+    FROM heap_peaks
+    WHERE module_id BETWEEN $lo AND $hi
+  ) AS p
     ON p.module_id = al.module_id AND p.color = al.color
-  LEFT JOIN live_ranges AS lr
-    ON lr.module_id = a.module_id AND lr.value_id = a.value_id
-    AND lr.module_id BETWEEN $lo AND $hi
-  WHERE a.module_id BETWEEN $lo AND $hi AND v.module_id BETWEEN $lo AND $hi
+  WHERE a.module_id BETWEEN $lo AND $hi
+),
+facts AS MATERIALIZED (
+  -- live at the peak: the value's range covers the peak step (a temp value
+  -- without a range counts as live)
+  SELECT
+    f.*,
+    f.peak_time IS NOT NULL
+    AND (
+      (lr.start_time IS NULL AND f.category = 'temp')
+      OR f.peak_time BETWEEN lr.start_time AND lr.end_time
+    ) AS live_at_peak
+  FROM placed AS f
+  LEFT JOIN (
+    SELECT module_id, value_id, start_time, end_time
+    FROM live_ranges
+    WHERE module_id BETWEEN $lo AND $hi
+  ) AS lr
+    ON lr.module_id = f.module_id AND lr.value_id = f.value_id
 ),
 indefinite AS (
   -- an indefinite allocation counts whole: it shows its values live at the
@@ -90,21 +91,24 @@ shown AS (
     AND d.allocation_index = f.allocation_index
   WHERE NOT d.allocation_live AND f.size = d.top_size
   GROUP BY f.module_id, f.allocation_index
+),
+listed AS MATERIALIZED (
+  SELECT * FROM facts WHERE live_at_peak
+  UNION ALL
+  SELECT f.*
+  FROM facts AS f
+  JOIN shown AS s
+    ON s.module_id = f.module_id
+    AND s.allocation_index = f.allocation_index
+    AND s.value_id = f.value_id
 )
 SELECT
-  module_id, color, peak_time, value_id, allocation_index, category, size,
-  logical_bytes, live_at_peak
-FROM facts
-WHERE live_at_peak
-UNION ALL
-SELECT
-  f.module_id, f.color, f.peak_time, f.value_id, f.allocation_index,
-  f.category, f.size, f.logical_bytes, f.live_at_peak
-FROM facts AS f
-JOIN shown AS s
-  ON s.module_id = f.module_id
-  AND s.allocation_index = f.allocation_index
-  AND s.value_id = f.value_id
+  l.module_id, l.color, l.peak_time, l.value_id, l.allocation_index,
+  l.category, l.size, v.logical_bytes, l.live_at_peak
+FROM listed AS l
+JOIN hlo_values AS v
+  ON v.module_id = l.module_id AND v.value_id = l.value_id
+WHERE v.module_id BETWEEN $lo AND $hi
 """
 
 #: Reads heap_peak_buffers, so it runs after that table is written.
