@@ -79,7 +79,11 @@ def _cast(col: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array | pa.
 
 
 def _rows_table(name: str, rows: list[tuple]) -> pa.Table:
-    schema = SCHEMAS[name]
+    return _rows_of(SCHEMAS[name], rows)
+
+
+def _rows_of(schema: pa.Schema, rows: list[tuple]) -> pa.Table:
+    """A table of `schema` from row tuples, transposed once."""
     columns = list(zip(*rows)) if rows else [() for _ in schema]
     return pa.Table.from_arrays(
         [pa.array(c, f.type) for f, c in zip(schema, columns)], schema=schema
@@ -470,42 +474,24 @@ def _instructions(
 
 #: Instruction texts parsed per batch; bounds the Python objects alive at once.
 _PARSE_BATCH = 1 << 15
-_PARSED = pa.schema(
-    [
-        SCHEMAS["instructions"].field(name)
-        for name in (
-            "opcode",
-            "shape",
-            "operands",
-            "parameter_number",
-            "fusion_kind",
-            "called_computations",
-            "custom_call_target",
-            "op_name",
-            "op_type",
-            "source_file",
-            "source_line",
-            "stack_frame_id",
-        )
-    ]
-)
-
-
-#: Instruction attribute per _PARSED column, read for all columns in one C call per text.
-_FIELDS = operator.attrgetter(
-    "opcode",
-    "shape",
-    "operands",
-    "parameter_number",
-    "fusion_kind",
-    "called",
-    "custom_call_target",
-    "op_name",
-    "op_type",
-    "source_file",
-    "source_line",
-    "stack_frame_id",
-)
+#: instructions column -> the hlo.Instruction attribute it is read from.
+_PARSED_FROM = {
+    "opcode": "opcode",
+    "shape": "shape",
+    "operands": "operands",
+    "parameter_number": "parameter_number",
+    "fusion_kind": "fusion_kind",
+    "called_computations": "called",
+    "custom_call_target": "custom_call_target",
+    "op_name": "op_name",
+    "op_type": "op_type",
+    "source_file": "source_file",
+    "source_line": "source_line",
+    "stack_frame_id": "stack_frame_id",
+}
+_PARSED = pa.schema([SCHEMAS["instructions"].field(name) for name in _PARSED_FROM])
+#: All of an Instruction's columns in one C call per text.
+_FIELDS = operator.attrgetter(*_PARSED_FROM.values())
 _UNREAD = (None,) * len(_PARSED)
 
 
@@ -519,10 +505,7 @@ def _parse_batch(texts: list[str], lines: list[int], out: ParsedModule, used_pat
             out.warnings.append(
                 DumpError(used_path, line, f"instruction text not understood: {exc}")
             )
-    columns = zip(*rows) if rows else [() for _ in _PARSED]
-    return pa.Table.from_arrays(
-        [pa.array(c, f.type) for f, c in zip(_PARSED, columns)], schema=_PARSED
-    )
+    return _rows_of(_PARSED, rows)
 
 
 def _value_table(by_id: pa.Table, ba_path: str) -> pa.Table:

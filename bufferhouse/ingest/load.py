@@ -160,10 +160,6 @@ class ModuleBuffer:
         return len(self.batch.modules) >= self.max_modules or self.batch.rows >= self.max_rows
 
     @property
-    def pending(self) -> int:
-        return len(self.batch.modules)
-
-    @property
     def empty(self) -> bool:
         return self.batch.empty
 
