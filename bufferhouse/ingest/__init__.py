@@ -16,9 +16,14 @@ import re
 import socket
 import time
 import traceback
-from collections import deque
 from collections.abc import Callable, Container, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -226,12 +231,16 @@ def _work(files: ModuleFiles) -> _Parsed:
 def parse_in_workers(
     groups: list[ModuleFiles], jobs: int, known: frozenset[str], max_bytes: int | None
 ) -> Iterator[tuple[ModuleFiles, _Parsed]]:
-    """Parse in worker processes, yielding results in input order.
+    """Parse in worker processes, yielding each result as soon as it is ready.
 
-    At most 2 x jobs modules are in flight, so memory stays bounded however
-    large the tree. A worker that dies (out of memory, a crash in a native
-    library) fails only the module it was parsing: the pool is rebuilt and the
-    module is retried alone once, to tell the culprit from its neighbours.
+    Results come in the order the modules finish, not the input order: with
+    input order a large module at the head of the queue kept the other
+    workers idle once the small modules behind it were done. At most
+    2 x jobs modules are in flight, so memory stays bounded however large the
+    tree. A worker that dies (out of memory, a crash in a native library)
+    fails only the module it was parsing: the pool is rebuilt and each module
+    the death took down is retried alone once, to tell the culprit from its
+    neighbours.
     """
     ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
     directory = handoff.make_directory()
@@ -250,7 +259,7 @@ def parse_in_workers(
         return result
 
     pool = new_pool(jobs)
-    pending: deque[tuple[ModuleFiles, Future[_Parsed]]] = deque()
+    pending: dict[Future[_Parsed], ModuleFiles] = {}  # in submission order
     todo = iter(groups)
     try:
         while True:
@@ -258,40 +267,44 @@ def parse_in_workers(
                 nxt = next(todo, None)
                 if nxt is None:
                     break
-                pending.append((nxt, pool.submit(_work, nxt)))
+                pending[pool.submit(_work, nxt)] = nxt
             if not pending:
                 return
-            files, future = pending.popleft()
-            try:
-                result = future.result()
-            except BrokenProcessPool:
-                pass
-            else:
-                yield files, received(result)
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            broken = None
+            for future in [f for f in pending if f in done]:
+                if isinstance(future.exception(), BrokenProcessPool):
+                    broken = broken or future
+                else:
+                    yield pending.pop(future), received(future.result())
+            if broken is None:
                 continue
+            # The pool is gone, and every module it held with it: the first is parsed
+            # alone (if it killed the worker, it fails alone), the rest in a new pool.
             pool.shutdown(wait=False, cancel_futures=True)
-            alone = new_pool(1)
-            try:
-                yield files, received(alone.submit(_work, files).result())
-            except BrokenProcessPool:
-                yield (
-                    files,
-                    _Parsed(
-                        "failed",
-                        error=DumpError(
-                            files.display,
-                            0,
-                            "the parser process died (out of memory?); module skipped",
-                        ),
-                    ),
-                )
-            finally:
-                alone.shutdown(wait=False, cancel_futures=True)
+            files = pending.pop(broken)
+            yield files, received(_parse_alone(new_pool, files))
             pool = new_pool(jobs)
-            pending = deque((f, pool.submit(_work, f)) for f, _ in pending)
+            pending = {pool.submit(_work, f): f for f in pending.values()}
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         handoff.remove_directory(directory)  # with the files of results never read
+
+
+def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> _Parsed:
+    """Parse one module in a pool of its own; a second death fails only this module."""
+    alone = new_pool(1)
+    try:
+        return alone.submit(_work, files).result()
+    except BrokenProcessPool:
+        return _Parsed(
+            "failed",
+            error=DumpError(
+                files.display, 0, "the parser process died (out of memory?); module skipped"
+            ),
+        )
+    finally:
+        alone.shutdown(wait=False, cancel_futures=True)
 
 
 def parse_labels(labels: Iterable[str]) -> list[tuple[str, str]]:

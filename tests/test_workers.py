@@ -1,0 +1,89 @@
+"""Parser worker processes: results in completion order, and a worker that dies.
+
+`parse_in_workers` hands results over as modules finish (a large module must
+not hold back the small ones queued behind it), and a worker killed mid-run
+costs nothing: the modules its pool held are parsed again and every module
+lands exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import bufferhouse
+from bench import synth
+from bufferhouse.check import check_warehouse
+from bufferhouse.ingest import discover, parse_in_workers
+from tests.conftest import CORPUS, SAMPLES
+from tests.test_faults import _snapshot
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    """A 6 MB synth module first in discovery order, then small real modules."""
+    root = tmp_path_factory.mktemp("workers")
+    synth.synthesize(root / "a_large", 6.0, "combined", name="jit_large")
+    shutil.copytree(SAMPLES, root / "b_samples")
+    for program in sorted(p for p in (CORPUS / "jax-0.10.2").iterdir() if p.is_dir())[:6]:
+        shutil.copytree(program, root / "c_small" / program.name)
+    return root
+
+
+def test_results_come_in_completion_order(tree):
+    groups = discover([tree])
+    assert "jit_large" in groups[0].stem  # first in input order
+    order = [files.stem for files, result in parse_in_workers(groups, 2, frozenset(), None)]
+    assert sorted(order) == sorted(g.stem for g in groups)  # each module once
+    # The other worker parsed the small modules while the large one was parsed.
+    assert order.index(groups[0].stem) > 2, order
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Grandchildren of `pid`: the pool's workers (children of the forkserver)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    return [w for child in children.get(pid, []) for w in children.get(child, [])]
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
+    clean = tmp_path / "clean.duckdb"
+    assert bufferhouse.ingest([tree], db=clean, jobs=2).ok
+    want = _snapshot(clean)
+
+    db = tmp_path / "killed.duckdb"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bufferhouse.cli", "ingest", str(tree), "-j", "2", "--db", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    killed = None
+    deadline = time.monotonic() + 60
+    while killed is None and proc.poll() is None and time.monotonic() < deadline:
+        workers = _workers_of(proc.pid)
+        if len(workers) == 2:  # the pool is up and parsing
+            time.sleep(0.2)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(workers[0], signal.SIGKILL)
+                killed = workers[0]
+        time.sleep(0.01)
+    _, stderr = proc.communicate(timeout=120)
+    assert killed is not None, "the ingest ended before a worker could be killed"
+    assert proc.returncode == 0, stderr
+    assert _snapshot(db) == want
+    assert check_warehouse(db).ok
