@@ -22,29 +22,39 @@ import pytest
 import bufferhouse
 from bench import synth
 from bufferhouse.check import check_warehouse
-from bufferhouse.ingest import discover, parse_in_workers
+from bufferhouse.ingest import _input_bytes_of, discover, parse_in_workers
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
 
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
-    """A 6 MB synth module first in discovery order, then small real modules."""
+    """Small real modules, then a 6 MB synth module last in discovery order."""
     root = tmp_path_factory.mktemp("workers")
-    synth.synthesize(root / "a_large", 6.0, "combined", name="jit_large")
-    shutil.copytree(SAMPLES, root / "b_samples")
+    shutil.copytree(SAMPLES, root / "a_samples")
     for program in sorted(p for p in (CORPUS / "jax-0.10.2").iterdir() if p.is_dir())[:6]:
-        shutil.copytree(program, root / "c_small" / program.name)
+        shutil.copytree(program, root / "b_small" / program.name)
+    synth.synthesize(root / "z_large", 6.0, "combined", name="jit_large")
     return root
+
+
+def test_the_largest_modules_are_parsed_first(tree):
+    groups = discover([tree])
+    assert "jit_large" in groups[-1].stem  # last in input order
+    # One worker takes the modules in the order they are handed out.
+    order = [files for files, _ in parse_in_workers(groups, 1, frozenset(), None)]
+    assert order[0].stem == groups[-1].stem
+    sizes = [_input_bytes_of(files) for files in order]
+    assert sizes == sorted(sizes, reverse=True)
 
 
 def test_results_come_in_completion_order(tree):
     groups = discover([tree])
-    assert "jit_large" in groups[0].stem  # first in input order
-    order = [files.stem for files, result in parse_in_workers(groups, 2, frozenset(), None)]
+    order = [files.stem for files, _ in parse_in_workers(groups, 2, frozenset(), None)]
     assert sorted(order) == sorted(g.stem for g in groups)  # each module once
-    # The other worker parsed the small modules while the large one was parsed.
-    assert order.index(groups[0].stem) > 2, order
+    # Handed out first, the large module is not the first back: the other worker
+    # parsed the small modules while it was parsed.
+    assert order.index(groups[-1].stem) > 2, order
 
 
 def _workers_of(pid: int) -> list[int]:

@@ -235,7 +235,10 @@ def parse_in_workers(
 
     Results come in the order the modules finish, not the input order: with
     input order a large module at the head of the queue kept the other
-    workers idle once the small modules behind it were done. At most
+    workers idle once the small modules behind it were done. The largest
+    modules are handed out first, so the run does not end with one worker
+    parsing a large module while the others wait (and its last batch, written
+    after all parsing, holds small modules). At most
     2 x jobs modules are in flight, so memory stays bounded however large the
     tree. A worker that dies (out of memory, a crash in a native library)
     fails only the module it was parsing: the pool is rebuilt and each module
@@ -260,7 +263,7 @@ def parse_in_workers(
 
     pool = new_pool(jobs)
     pending: dict[Future[_Parsed], ModuleFiles] = {}  # in submission order
-    todo = iter(groups)
+    todo = iter(sorted(groups, key=_input_bytes_of, reverse=True))  # stable: ties keep input order
     try:
         while True:
             while len(pending) < 2 * jobs:
@@ -385,12 +388,16 @@ def parser_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
 
 
 def _input_bytes(groups: list[ModuleFiles]) -> int:
+    return sum(_input_bytes_of(g) for g in groups)
+
+
+def _input_bytes_of(group: ModuleFiles) -> int:
+    """About how many bytes of text a module's dump files hold (0 for any it cannot stat)."""
     total = 0
-    for g in groups:
-        for _, path in g.dump_files():
-            with contextlib.suppress(OSError):
-                size = os.path.getsize(path)
-                total += size * 8 if path.endswith(".gz") else size  # gz: about 8x text
+    for _, path in group.dump_files():
+        with contextlib.suppress(OSError):
+            size = os.path.getsize(path)
+            total += size * 8 if path.endswith(".gz") else size  # gz: about 8x text
     return total
 
 
