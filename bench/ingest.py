@@ -14,7 +14,10 @@ Each is ingested by the installed CLI (`bufferhouse ingest`, a subprocess: what
 users run) into a fresh warehouse. Reported: MB/s and modules/s end to end
 (process start to exit: discovery, hashing, parsing, loading, commits), the
 peak RSS of the ingest process tree (parent + parser workers, sampled from
-/proc every 20 ms, summed), warehouse bytes per MB of text, and in the same
+/proc every 20 ms, summed), the CPU seconds of that tree (user + system, read
+at the same samples) and how many cores it kept busy on average (CPU / wall:
+on a shared machine CPU time moves far less with the load than wall time),
+warehouse bytes per MB of text, and in the same
 run DuckDB's rate for merely reading the same files' lines (read_csv with one
 VARCHAR column) and the ratio of the two. The fleet is ingested with default
 settings, with --jobs 1 and --jobs 2, and a quarter of it again, to show that
@@ -144,10 +147,12 @@ def build_module(mb: float, fmt: str) -> Path:
 
 # -- measuring ------------------------------------------------------------------
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+_TICK = os.sysconf("SC_CLK_TCK")
 
 
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, CPU ticks used so far, user + system) of every process."""
+    out: dict[int, tuple[int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -156,23 +161,41 @@ def _children() -> dict[int, list[int]]:
                 stat = f.read()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
+        fields = stat[stat.rindex(b")") + 2 :].split()
+        out[int(entry)] = (int(fields[1]), int(fields[11]) + int(fields[12]))
+    return out
+
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, _) in _processes().items():
+        kids.setdefault(ppid, []).append(pid)
     return kids
 
 
-def _tree_rss(pid: int) -> int:
-    kids = _children()
-    total, todo = 0, [pid]
+def _tree(pid: int, processes: dict[int, tuple[int, int]]) -> list[int]:
+    """`pid` and its descendants."""
+    kids: dict[int, list[int]] = {}
+    for p, (ppid, _) in processes.items():
+        kids.setdefault(ppid, []).append(p)
+    out, todo = [], [pid]
     while todo:
         p = todo.pop()
+        out.append(p)
         todo.extend(kids.get(p, []))
-        try:
-            with open(f"/proc/{p}/statm") as f:
-                total += int(f.read().split()[1]) * _PAGE
-        except OSError:
-            pass
-    return total
+    return out
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except OSError:
+        return 0
+
+
+def _tree_rss(pid: int) -> int:
+    return sum(_rss(p) for p in _tree(pid, _processes()))
 
 
 @dataclass
@@ -185,6 +208,9 @@ class Run:
     db_bytes: int
     returncode: int
     killed: bool = False
+    #: CPU seconds (user + system) of the process tree: the last reading of each
+    #: process, sampled with RSS, so each misses at most its last 20 ms.
+    cpu_seconds: float = 0.0
 
     @property
     def mb_s(self) -> float:
@@ -193,6 +219,10 @@ class Run:
     @property
     def modules_s(self) -> float:
         return self.modules / self.seconds
+
+    @property
+    def cores_busy(self) -> float:
+        return self.cpu_seconds / self.seconds
 
 
 def ingest(
@@ -204,7 +234,8 @@ def ingest(
     jobs: int | None,
     rss_limit: int,
 ) -> Run:
-    """Run `bufferhouse ingest` on paths into a fresh db; sample the RSS of its tree."""
+    """Run `bufferhouse ingest` on paths into a fresh db; sample the RSS and CPU time
+    of its process tree."""
     for p in (db, db.with_name(db.name + ".wal")):
         if p.exists():
             p.unlink()
@@ -215,8 +246,14 @@ def ingest(
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, killed = 0, False
+    ticks: dict[int, int] = {}  # pid -> CPU ticks at its last reading
     while proc.poll() is None:
-        rss = _tree_rss(proc.pid)
+        processes = _processes()
+        tree = _tree(proc.pid, processes)
+        for p in tree:
+            if p in processes:
+                ticks[p] = max(ticks.get(p, 0), processes[p][1])
+        rss = sum(_rss(p) for p in tree)
         peak = max(peak, rss)
         if rss > rss_limit:
             killed = True
@@ -231,10 +268,12 @@ def ingest(
     if proc.returncode and not killed:
         log(f"{label}: exit {proc.returncode}: {err[-2000:]}")
     db_bytes = sum(p.stat().st_size for p in (db, db.with_name(db.name + ".wal")) if p.exists())
-    run = Run(label, seconds, text_bytes, modules, peak, db_bytes, proc.returncode, killed)
+    cpu = sum(ticks.values()) / _TICK
+    run = Run(label, seconds, text_bytes, modules, peak, db_bytes, proc.returncode, killed, cpu)
     log(
         f"{label}: {seconds:.1f}s, {run.mb_s:.1f} MB/s, {run.modules_s:.1f} modules/s, "
-        f"RSS {peak / 2**20:.0f} MiB" + (" (killed at the RSS limit)" if killed else "")
+        f"RSS {peak / 2**20:.0f} MiB, CPU {cpu:.1f}s ({run.cores_busy:.2f} cores busy)"
+        + (" (killed at the RSS limit)" if killed else "")
     )
     return run
 
@@ -323,6 +362,7 @@ def _row(run: Run, duck_s: float | None) -> str:
     return (
         f"| {run.label}{status} | {run.text_bytes / 1e6:,.0f} | {run.modules:,} | "
         f"{run.seconds:,.1f} | {run.mb_s:,.1f} | {run.modules_s:,.3g} | "
+        f"{run.cpu_seconds:,.1f} | {run.cores_busy:.2f} | "
         f"{run.rss_peak / 2**20:,.0f} | {run.db_bytes / run.text_bytes * 1e6 / 1e6:,.3f} "
         f"({100 * run.db_bytes / run.text_bytes:.1f}%) | "
         + (f"{duck:,.0f} | {ratio} |" if duck else "- | - |")
@@ -330,9 +370,9 @@ def _row(run: Run, duck_s: float | None) -> str:
 
 
 HEADER = (
-    "| run | MB text | modules | seconds | MB/s | modules/s | peak RSS MiB | "
-    "warehouse MB per MB text | DuckDB line read MB/s | ingest / DuckDB |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| run | MB text | modules | seconds | MB/s | modules/s | CPU s | cores busy | "
+    "peak RSS MiB | warehouse MB per MB text | DuckDB line read MB/s | ingest / DuckDB |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -384,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
             record(one, duck_s)
             record(two, duck_s)
             results["jobs_speedup"] = one.seconds / two.seconds
+            results["jobs_cpu"] = [one.cpu_seconds, two.cpu_seconds]
         # RSS against the number of modules: same module sizes, 1 copy vs all copies.
         copies = sorted((fleet / "corpus").iterdir())
         for subset, label in (
@@ -423,7 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     print(HEADER)
     print("\n".join(rows))
     if "jobs_speedup" in results:
-        print(f"\n--jobs 2 vs --jobs 1 on the fleet: {results['jobs_speedup']:.2f}x")
+        one_cpu, two_cpu = results["jobs_cpu"]
+        print(
+            f"\n--jobs 2 vs --jobs 1 on the fleet: {results['jobs_speedup']:.2f}x "
+            f"(CPU {one_cpu:.1f}s vs {two_cpu:.1f}s)"
+        )
     return 0
 
 
