@@ -248,3 +248,30 @@ def test_scoped_queries_return_the_rows_of_the_views(name, fleet_db):
                 ).fetchall()
                 got = con.execute(q.sql, {k: values[k] for k in q.used_params()}).fetchall()
                 assert got == want, (name, key, space)
+
+
+def test_largest_values_cut_through_ties_like_the_view(fleet_db):
+    """Small `top`s cut through runs of equal sizes spread over several modules
+    (one shape compiled into many modules), where module names decide which
+    rows stay: the query keeps the rows the view's plain ORDER BY ... LIMIT keeps,
+    fleet-wide and for the name that selects the most modules."""
+    with duckdb.connect(str(fleet_db), read_only=True) as con:
+        queries.use_package_views(con)
+        (shared_name,) = con.execute(
+            "SELECT module_name FROM modules GROUP BY 1 ORDER BY count(*) DESC, 1 LIMIT 1"
+        ).fetchone()
+        q = queries.get("largest-values")
+        cut_ties = 0
+        for key in (None, shared_name):
+            for top in range(0, 121):
+                params = {"module": key, "top": top}
+                want = con.execute(THROUGH_VIEWS["largest-values"], params).fetchall()
+                got = con.execute(q.sql, params).fetchall()
+                assert got == want, (key, top)
+                longer = con.execute(
+                    THROUGH_VIEWS["largest-values"], {"module": key, "top": top + 1}
+                ).fetchall()
+                # the next row ties with the last one kept, from another module
+                if want and len(longer) > top and longer[top][7] == want[-1][7]:
+                    cut_ties += longer[top][0] != want[-1][0]
+        assert cut_ties > 10

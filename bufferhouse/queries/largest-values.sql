@@ -30,19 +30,34 @@ cutoff AS (
     LIMIT $top
   )
 ),
-candidates AS (
-  SELECT module_id, value_id, allocation_index, size
+-- many values tie at the cutoff (one shape in many modules) and module names
+-- break the ties, so modules are ranked first, from two narrow columns: the
+-- winners' modules are among the first `top` by largest value, then name
+contenders AS (
+  SELECT module_id, max(size) AS size
   FROM assignments
-  WHERE $module IS NULL
+  WHERE $module IS NULL AND size >= (SELECT size FROM cutoff)
+  GROUP BY module_id
   UNION ALL
-  SELECT module_id, value_id, allocation_index, size
+  SELECT module_id, max(size)
   FROM assignments
-  WHERE module_id IN (SELECT module_id FROM wanted)
+  WHERE
+    module_id IN (SELECT module_id FROM wanted)
+    AND size >= (SELECT size FROM cutoff)
+  GROUP BY module_id
+),
+chosen AS (
+  SELECT c.module_id, m.module_name
+  FROM contenders AS c
+  JOIN modules AS m
+    ON m.module_id = c.module_id
+  ORDER BY c.size DESC, m.module_name, c.module_id
+  LIMIT $top
 ),
 ranked AS (
   SELECT a.module_id, m.module_name, a.value_id, a.allocation_index, a.size
-  FROM candidates AS a
-  JOIN modules AS m
+  FROM assignments AS a
+  JOIN chosen AS m
     ON m.module_id = a.module_id
   WHERE a.size >= (SELECT size FROM cutoff)
   ORDER BY a.size DESC, m.module_name, a.module_id, a.value_id
