@@ -11,10 +11,11 @@
 -- column waste_pct: waste_bytes as a percentage of size.
 -- note: Matches XLA's `fragmentation_size = heap_size - no_fragmentation_heap_size` per arena, computed from offsets, sizes and live ranges. NULL when the module has no live ranges.
 WITH chosen AS (
+  -- one integer sort key for (module_name, module_id)
   SELECT
     module_id,
     module_name,
-    dense_rank() OVER (ORDER BY module_name) AS name_rank
+    row_number() OVER (ORDER BY module_name, module_id) AS module_rank
   FROM modules
   WHERE
     $module IS NULL
@@ -28,11 +29,12 @@ SELECT
   a.size,
   a.max_live_bytes,
   a.size - a.max_live_bytes AS waste_bytes,
-  round(100.0 * (a.size - a.max_live_bytes) / nullif(a.size, 0), 2)
-    AS waste_pct
+  round(
+    CAST(100 AS DOUBLE) * (a.size - a.max_live_bytes) / nullif(a.size, 0),
+    2
+  ) AS waste_pct
 FROM allocations AS a
 JOIN chosen AS m
   ON m.module_id = a.module_id
 WHERE a.is_preallocated_temp
-ORDER BY waste_bytes DESC NULLS LAST, m.name_rank, a.module_id,
-  a.allocation_index
+ORDER BY waste_bytes DESC NULLS LAST, m.module_rank, a.allocation_index
