@@ -9,13 +9,17 @@ or a failed write never leaves part of a module behind.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import itertools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, WarehouseError
+from bufferhouse.ingest import memory
 from bufferhouse.ingest.discover import text_path
 from bufferhouse.ingest.parse import ParsedModule
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema, quote_identifier
@@ -24,28 +28,88 @@ from bufferhouse.schema.ids import ModuleIds
 
 def module_tables(module_id: int, parsed: ParsedModule) -> dict[str, pa.Table]:
     """The parsed tables with their module_id column in front, as the warehouse declares them."""
+    ids = _module_ids(module_id, max((data.num_rows for data in parsed.tables.values()), default=0))
     out = {}
     for t in MODULE_TABLES:
         data = parsed.tables[t.name]
-        ids = pa.repeat(pa.scalar(module_id, pa.int64()), data.num_rows)
-        out[t.name] = pa.Table.from_arrays([ids, *data.columns], schema=arrow_schema(t))
+        out[t.name] = pa.Table.from_arrays(
+            [ids.slice(0, data.num_rows), *data.columns], schema=arrow_schema(t)
+        )
     return out
 
 
-def stored_order(table_name: str, data: pa.Table) -> pa.Table:
-    """`data` sorted module by module as its table declares for storage (Table.stored_order)."""
+def _module_ids(module_id: int, rows: int) -> pa.Array:
+    """A module_id column long enough for each of a module's tables: they all take a slice
+    of this one buffer (a column of its own each took 50 MB for a 500 MB dump)."""
+    return pa.repeat(pa.scalar(module_id, pa.int64()), rows)
+
+
+#: Rows per record batch streamed into DuckDB: a table to sort is copied this
+#: many rows at a time, not whole.
+INSERT_BATCH_ROWS = 1 << 16
+
+
+def stored_order(table_name: str, data: pa.Table) -> np.ndarray | None:
+    """Row order that sorts `data` module by module as its table declares for storage
+    (Table.stored_order); None when it needs no sorting."""
     keys = TABLES_BY_NAME[table_name].stored_order
     if not keys or data.num_rows < 2:
-        return data
-    return data.sort_by([("module_id", "ascending"), *((k, "ascending") for k in keys)])
+        return None
+    order = pc.sort_indices(data, [("module_id", "ascending"), *((k, "ascending") for k in keys)])
+    return order.to_numpy().astype(np.int64)
+
+
+def _batches(data: pa.Table, order: np.ndarray | None, rows: int) -> Iterator[pa.RecordBatch]:
+    """`data` (in `order`) a slice at a time; the table is let go once the last is taken."""
+    if order is None:
+        yield from data.to_batches(rows)
+        return
+    starts = [_chunk_starts(column) for column in data.columns]
+    for at in range(0, data.num_rows, rows):
+        where = order[at : at + rows]
+        yield pa.RecordBatch.from_arrays(
+            [_gather(c, s, where) for c, s in zip(data.columns, starts)], schema=data.schema
+        )
+
+
+def _chunk_starts(column: pa.ChunkedArray) -> np.ndarray:
+    return np.cumsum([0] + [len(chunk) for chunk in column.chunks])
+
+
+def _gather(column: pa.ChunkedArray, starts: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """column[rows], a chunk at a time: Arrow's take on a chunked column first joins
+    all its chunks into one copy (for the instruction texts, the largest column)."""
+    if column.num_chunks == 1:
+        return column.chunk(0).take(pa.array(rows))
+    which = np.searchsorted(starts, rows, side="right") - 1
+    by_chunk = np.argsort(which, kind="stable")
+    bounds = np.searchsorted(which[by_chunk], np.arange(column.num_chunks + 1))
+    parts = [
+        column.chunk(c).take(pa.array(rows[by_chunk[lo:hi]] - starts[c]))
+        for c, (lo, hi) in enumerate(itertools.pairwise(bounds))
+        if hi > lo
+    ]
+    back = np.empty_like(by_chunk)
+    back[by_chunk] = np.arange(len(by_chunk))
+    return pa.concat_arrays(parts).take(pa.array(back))
 
 
 def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table) -> None:
+    """Append `data` to the table, in its stored order.
+
+    DuckDB keeps a registered Arrow table alive until the transaction ends: the
+    rows go in as a stream instead, which lets go of the table once read, so a
+    batch's tables are freed one by one as they are written, not at COMMIT.
+    """
     if data.num_rows == 0:
         return
-    data = stored_order(table_name, data)
+    order = stored_order(table_name, data)
+    reader = pa.RecordBatchReader.from_batches(
+        data.schema, _batches(data, order, INSERT_BATCH_ROWS)
+    )
+    del data, order
     view = f"_bh_load_{table_name}"
-    con.register(view, data)
+    con.register(view, reader)
     try:
         con.execute(
             f"INSERT INTO {quote_identifier(table_name)} SELECT * FROM {quote_identifier(view)}"
@@ -76,11 +140,12 @@ def _diagnostic_rows(
 UNASSIGNED_MODULE_ID = 0
 
 
-def with_module_id(data: pa.Table, module_id: int) -> pa.Table:
-    """`data` with its first column (module_id) set to `module_id`: one constant array, cheap."""
-    return data.set_column(
-        0, data.schema.field(0), pa.repeat(pa.scalar(module_id, pa.int64()), data.num_rows)
-    )
+def with_module_id(data: pa.Table, module_id: int, ids: pa.Array | None = None) -> pa.Table:
+    """`data` with its first column (module_id) set to `module_id`: one constant array, cheap
+    (`ids`, a longer one of the module's, is sliced rather than a new one made)."""
+    if ids is None:
+        ids = _module_ids(module_id, data.num_rows)
+    return data.set_column(0, data.schema.field(0), ids.slice(0, data.num_rows))
 
 
 @dataclass
@@ -129,7 +194,11 @@ class ModuleBuffer:
         self.batch = Batch()
 
     def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> int:
-        """Buffer a parsed module under a newly assigned module_id, which it returns."""
+        """Buffer a parsed module under a newly assigned module_id, which it returns.
+
+        The buffer takes the tables: `tables` is left empty, so that the batch holds the
+        module's only reference and the write frees each table once DuckDB has it.
+        """
         module_id = self.ids.next()
         self.module_ids[module_row["content_hash"]] = module_id
         counts = {name: data.num_rows for name, data in tables.items()}
@@ -137,10 +206,12 @@ class ModuleBuffer:
         batch.modules.append(
             dict(module_row, module_id=module_id, run_id=self.run_id, row_counts=counts)
         )
+        ids = _module_ids(module_id, max(counts.values(), default=0))
         for name, data in tables.items():
             if data.num_rows:
-                batch.tables.setdefault(name, []).append(with_module_id(data, module_id))
+                batch.tables.setdefault(name, []).append(with_module_id(data, module_id, ids))
                 batch.rows += data.num_rows
+        tables.clear()
         batch.diagnostics += _diagnostic_rows(self.run_id, module_id, warnings, "warning")
         return module_id
 
@@ -205,6 +276,9 @@ class ModuleWriter(ModuleBuffer):
         held = dict(con.execute("SELECT content_hash, module_id FROM modules").fetchall())
         super().__init__(run_id, labels, max_modules, max_rows, held)
         self.con = con
+        # DuckDB buffers 5 row groups of a bulk insert per table before it compresses and
+        # writes them: for a module's instruction texts, ~150 MB more memory than 1 needs.
+        con.execute("SET write_buffer_row_group_count = 1")
         #: The run's row in `runs`, written with the first batch: a run that
         #: writes nothing (killed, disk full, nothing new) leaves no trace.
         self.run_row = run_row
@@ -232,7 +306,7 @@ class ModuleWriter(ModuleBuffer):
                 # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
                 # copy are not held at once longer than one table at a time.
                 insert_arrow(con, name, pa.concat_tables(batch.tables.pop(name)))
-                pa.default_memory_pool().release_unused()
+                memory.release()
             if batch.modules:
                 _derive_batch(con, [m["module_id"] for m in batch.modules])
             if label_rows:
