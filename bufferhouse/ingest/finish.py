@@ -10,6 +10,7 @@ distinct instructions, the peak list) or inherently sequential (the heap sweep).
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable, Iterable
 
@@ -18,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
-from bufferhouse.ingest import hlo, shapes
+from bufferhouse.ingest import hlo, memory, shapes
 from bufferhouse.ingest.model import ERA_FEATURES, ParsedModule, Scanned, first_occurrences
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 
@@ -107,13 +108,59 @@ def _key(table: pa.Table, keys: list[str]) -> pa.Array:
     return pc.binary_join_element_wise(*columns, "\x1f")
 
 
-def _last_by_key(table: pa.Table, keys: list[str], columns: list[str]) -> pa.Table:
-    """For each distinct key, the columns of its last row in table order."""
-    encoded = pc.dictionary_encode(_key(table, keys))
-    last = np.zeros(len(encoded.dictionary), dtype=np.int64)
-    np.maximum.at(last, encoded.indices.to_numpy(zero_copy_only=False), np.arange(len(encoded)))
-    rows = np.sort(last)
-    return table.select(keys + columns).take(pa.array(rows, pa.int64()))
+#: Modules with fewer Used values blocks (one per value) than this do not hand memory
+#: back between steps: the calls would cost more than the little they return, and a
+#: fleet has thousands of small modules.
+_RELEASE_MIN_VALUES = 1 << 16
+
+
+def _release(s: Scanned) -> None:
+    """Hand what the last steps freed back to the OS (memory.release), for a large module."""
+    if s.used.num_rows >= _RELEASE_MIN_VALUES:
+        memory.release()
+
+
+def _key_numbers(tables: list[pa.Table]) -> list[np.ndarray]:
+    """One number per row of each table for its (instruction, shape_index) pair: equal pairs,
+    equal numbers, across all the tables. Each column's strings are hashed once, all tables
+    together (joined key strings took a copy of the names per table and per lookup)."""
+    numbers = np.zeros(sum(t.num_rows for t in tables), dtype=np.int64)
+    for column in ("instruction", "shape_index"):
+        encoded = pc.dictionary_encode(
+            pa.chunked_array([c for t in tables for c in t[column].chunks], pa.string())
+        )
+        if encoded.num_chunks:  # one dictionary for all chunks
+            codes = np.concatenate([c.indices.to_numpy() for c in encoded.chunks])
+            numbers = numbers * len(encoded.chunk(0).dictionary) + codes
+    return np.split(numbers, np.cumsum([t.num_rows for t in tables])[:-1])
+
+
+class _LastRows:
+    """The last row of each distinct key number of a table (a later entry of a key wins)."""
+
+    def __init__(self, codes: np.ndarray) -> None:
+        order = np.argsort(codes, kind="stable")
+        ordered = codes[order]
+        ends = np.flatnonzero(np.r_[ordered[1:] != ordered[:-1], len(ordered) > 0])
+        self.keys, self.rows = ordered[ends], order[ends]
+
+    def find(self, codes: np.ndarray) -> np.ndarray:
+        """The row of each key number, -1 where the table has none."""
+        if not len(self.keys):
+            return np.full(len(codes), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(self.keys, codes), len(self.keys) - 1)
+        return np.where(self.keys[at] == codes, self.rows[at], -1)
+
+    def in_order(self) -> np.ndarray:
+        """The rows, in table order."""
+        return np.sort(self.rows)
+
+
+def _found(column: np.ndarray, rows: np.ndarray) -> pa.Array:
+    """column[rows], null where a row is -1 (not found)."""
+    if not len(column):
+        return pa.nulls(len(rows), pa.from_numpy_dtype(column.dtype))
+    return pa.array(column[np.maximum(rows, 0)], mask=rows < 0)
 
 
 def _lookup(
@@ -135,6 +182,14 @@ def finish(
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
 ) -> ParsedModule:
+    """The module's tables, facts and warnings, after the cross-checks.
+
+    `s` is used up: each scanned column is let go as soon as what is derived
+    from it exists, and the steps run in the order that holds the least at once
+    (the heap sweep before the instruction texts are parsed, the values sorted
+    by id only after that), so a large module's text is never held twice.
+    Checks that raise and steps that warn keep their order.
+    """
     ba_path = s.ba_path
     out = ParsedModule()
     if "allocations" not in s.sections:
@@ -201,11 +256,21 @@ def finish(
         )
 
     # Live ranges name values by (instruction, index); a later entry of the same key wins.
-    key = ["instruction", "shape_index"]
-    value_keys = _last_by_key(values, key, ["value_id"])
     live = s.live
-    live_vid = _lookup(live, key, value_keys, "value_id")
-    live_last = _last_by_key(live, key, ["start_time", "end_time"])
+    named = pa.table(
+        {"instruction": s.peak["name"], "shape_index": pc.fill_null(s.peak["index"], "{}")}
+    )
+    value_codes, live_codes, peak_codes = _key_numbers([values, live, named])
+    by_value, by_live = _LastRows(value_codes), _LastRows(live_codes)
+    value_ids = values["value_id"].to_numpy()
+    live_vid = _found(value_ids, by_value.find(live_codes))  # the value each entry names
+    peak_vid = _found(value_ids, by_value.find(peak_codes))
+    peak_live = by_live.find(peak_codes) >= 0
+    last = pa.array(by_live.in_order(), pa.int64())
+    live_last = live.select(["instruction", "shape_index", "start_time", "end_time"]).take(last)
+    live_last_vid = pc.take(live_vid, last)
+    del named, value_codes, live_codes, peak_codes, by_value, by_live, value_ids, last
+    _release(s)
     live_rows = {
         "value_id": live_vid,
         "instruction": live["instruction"],
@@ -214,7 +279,14 @@ def finish(
         "end_time": live["end_time"],
     }
 
-    peak_rows = _peak_rows(s, lr_path, value_keys, live_last)
+    peak_table = _peak_rows(s, lr_path, live_last, peak_live, peak_vid)
+    logical_peak = None
+    if s.peak.num_rows:
+        last_cum = s.peak["cumulative"][-1].as_py()
+        logical_peak = last_cum if last_cum is not None else _sum(s.peak["bytes"].to_numpy())
+    elif s.peak_time is not None:
+        logical_peak = 0
+    _release(s)
     if s.trace and s.trace[-1][5] != 0:
         raise ParseError(
             lr_path,
@@ -222,11 +294,15 @@ def finish(
             "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)",
         )
 
+    temp = _is_temp(allocs)
+    heap_rows, alloc_live = _heap_peaks(s, temp, live_last, live_last_vid)
+    del live_last, live_last_vid
+    _release(s)
+
     instr_table = _instructions(s, out, used_path, hlo_path, read)
 
     # Allocation rows.
     is_parameter = pc.is_valid(allocs["parameter_number"])
-    temp = _is_temp(allocs)
     bad = _first(pc.and_(allocs["preallocated_temp"], pc.invert(temp)))
     if bad is not None:
         raise ParseError(
@@ -249,7 +325,16 @@ def finish(
         "temp",
     )
 
-    by_id = values.take(pc.sort_indices(values["value_id"]))
+    # Sorted by id a column at a time: each column in file order goes once its copy exists.
+    order = pc.sort_indices(values["value_id"])
+    value_count, schema = values.num_rows, values.schema
+    columns = []
+    for name in schema.names:
+        columns.append(values[name].take(order))
+        s.values = values = values.drop_columns([name])
+        _release(s)
+    s.values = by_id = pa.Table.from_arrays(columns, schema=schema)
+    del values, order, columns
     value_table = _value_table(by_id, ba_path)
     assign_table = _table(
         "assignments",
@@ -261,9 +346,6 @@ def finish(
             "reused_cross_color": by_id["cross_color"],
         },
     )
-
-    heap_rows, alloc_live = _heap_peaks(s, temp, value_keys, live_last)
-    index = allocs["index"].to_pylist()
     alloc_table = _table(
         "allocations",
         {
@@ -282,7 +364,7 @@ def finish(
             "category": category,
             "address": allocs["address"],
             "line": allocs["line"],
-            "max_live_bytes": [alloc_live.get(i) for i in index],
+            "max_live_bytes": alloc_live,
         },
     )
     out.tables = {
@@ -300,7 +382,7 @@ def finish(
             },
         ),
         "live_ranges": _table("live_ranges", live_rows),
-        "peak_values": _rows_table("peak_values", peak_rows),
+        "peak_values": peak_table,
         "stack_trace": _rows_table(
             "stack_trace",
             [
@@ -314,17 +396,11 @@ def finish(
     out.sections = s.sections
     out.features = s.features
     out.warnings.extend(s.warnings)
-    logical_peak = None
-    if s.peak:
-        last_cum = s.peak[-1][3]
-        logical_peak = last_cum if last_cum is not None else sum(r[2] for r in s.peak)
-    elif s.peak_time is not None:
-        logical_peak = 0
     heap0 = next((r[5] for r in heap_rows if r[0] == 0), None)
     out.facts = {
         "total_bytes": s.total,
         "allocation_count": allocs.num_rows,
-        "value_count": values.num_rows,
+        "value_count": value_count,
         "schedule_length": s.schedule_length,
         "logical_peak_time": s.peak_time,
         "logical_peak_bytes": logical_peak,
@@ -337,47 +413,69 @@ def finish(
     return out
 
 
-def _keys_of(table: pa.Table, names: set[str]) -> dict[tuple[str, str], tuple]:
-    """Rows of a (instruction, shape_index, ...) table whose instruction is in `names`, as a dict."""
-    if not names:
-        return {}
-    subset = table.filter(pc.is_in(table["instruction"], value_set=pa.array(sorted(names))))
-    cols = [subset[c].to_pylist() for c in subset.column_names]
-    return {(row[0], row[1]): row[2:] for row in zip(*cols)}
+def _peak_rows(
+    s: Scanned, lr_path: str, live_last: pa.Table, live: np.ndarray, value_id: pa.Array
+) -> pa.Table:
+    """The printed peak list: names must be live values, and the list must be complete.
 
-
-def _peak_rows(s: Scanned, lr_path: str, value_keys: pa.Table, live_last: pa.Table) -> list[tuple]:
-    """The printed peak list: names must be live values, and the list must be complete."""
-    if not s.peak:
-        if s.peak_time is not None and "peak_index" in s.features:
-            _check_peak_count(s, lr_path, live_last)
-        return []
-    names = {name for name, *_ in s.peak}
-    live_by_key = _keys_of(live_last, names)
-    live_names = {k[0] for k in live_by_key}
-    by_key = _keys_of(value_keys, names)
-    rows = []
-    running = 0
-    for ordinal, (name, index, nbytes, cumulative, line) in enumerate(s.peak):
-        k = (name, index if index is not None else "{}")
-        if index is not None and k not in live_by_key:
-            raise ParseError(
-                lr_path, line, f"peak list names {name}{index}, which has no BufferLiveRange entry"
+    `live` tells which rows name an entry of `live_last` by name and index,
+    `value_id` the value each row names. Checked row by row as printed: the
+    first row naming no live entry, or whose cumulative bytes are not the
+    running sum, is the one reported.
+    """
+    peak = s.peak
+    if peak.num_rows:
+        index = peak["index"]
+        not_live = ~live
+        if index.null_count:  # a name printed without an index must name some live entry
+            by_name = pc.is_in(peak["name"], value_set=live_last["instruction"])
+            not_live = np.where(
+                pc.is_null(index).to_numpy(zero_copy_only=False),
+                ~by_name.to_numpy(zero_copy_only=False),
+                not_live,
             )
-        if index is None and name not in live_names:
+        running = _running_sum(peak["bytes"].to_numpy())
+        cumulative = peak["cumulative"]
+        wrong = np.zeros(len(running), dtype=bool)
+        given = pc.is_valid(cumulative).to_numpy(zero_copy_only=False)
+        wrong[given] = cumulative.filter(pc.is_valid(cumulative)).to_numpy() != running[given]
+        bad = np.flatnonzero(not_live | wrong)
+        if len(bad):
+            i = int(bad[0])
+            line = peak["line"][i].as_py()
+            name, printed = peak["name"][i].as_py(), index[i].as_py()
+            if not_live[i]:
+                raise ParseError(
+                    lr_path,
+                    line,
+                    f"peak list names {name}{printed if printed is not None else ''}, "
+                    "which has no BufferLiveRange entry",
+                )
             raise ParseError(
-                lr_path, line, f"peak list names {name}, which has no BufferLiveRange entry"
+                lr_path,
+                line,
+                f"cumulative {cumulative[i].as_py()} bytes, but the running sum is {int(running[i])}",
             )
-        running += nbytes
-        if cumulative is not None and cumulative != running:
-            raise ParseError(
-                lr_path, line, f"cumulative {cumulative} bytes, but the running sum is {running}"
-            )
-        vid = by_key.get(k)
-        rows.append((ordinal, name, index, vid[0] if vid else None, nbytes, cumulative))
     if s.peak_time is not None and "peak_index" in s.features:
         _check_peak_count(s, lr_path, live_last)
-    return rows
+    return _table(
+        "peak_values",
+        {
+            "ordinal": pa.array(np.arange(peak.num_rows), pa.int64()),
+            "instruction": peak["name"],
+            "shape_index": peak["index"],
+            "value_id": value_id,
+            "bytes": peak["bytes"],
+            "cumulative_bytes": peak["cumulative"],
+        },
+    )
+
+
+def _running_sum(numbers: np.ndarray) -> np.ndarray:
+    """Running sums, exact as Python's (an object array past int64)."""
+    if len(numbers) and int(numbers.max()) >= np.iinfo(np.int64).max // len(numbers):
+        return np.array(list(itertools.accumulate(numbers.tolist())), dtype=object)
+    return np.cumsum(numbers)
 
 
 def _check_peak_count(s: Scanned, lr_path: str, live_last: pa.Table) -> None:
@@ -391,11 +489,12 @@ def _check_peak_count(s: Scanned, lr_path: str, live_last: pa.Table) -> None:
         ).as_py()
         or 0
     )
-    if live_at_peak != len(s.peak):
+    entries = s.peak.num_rows
+    if live_at_peak != entries:
         raise ParseError(
             lr_path,
-            s.peak[-1][4] if s.peak else s.ends.get(lr_path, 0),
-            f"peak list at {t} has {len(s.peak)} entries but {live_at_peak} values are live "
+            s.peak["line"][-1].as_py() if entries else s.ends.get(lr_path, 0),
+            f"peak list at {t} has {entries} entries but {live_at_peak} values are live "
             "then per BufferLiveRange (file truncated?)",
         )
 
@@ -417,10 +516,12 @@ def _instructions(
     codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False)
     first_rows = first_occurrences(codes)
     take = pa.array(first_rows, pa.int64())
-    texts = pc.take(used["text"], take)
     lines = pc.take(used["line"], take)
+    pieces = used["text"].chunks
     del used
     s.used = s.used.drop_columns(["text"])  # the distinct texts are all that is needed now
+    texts = _take_ascending(pieces, first_rows, pa.string())
+    _release(s)
     schema = SCHEMAS["instructions"]
     parts: list[pa.Table] = []
     for start in range(0, len(texts), _PARSE_BATCH):  # a batch at a time: few Python objects
@@ -470,6 +571,26 @@ def _instructions(
         text=texts,
     )
     return _table("instructions", {f.name: columns[f.name] for f in schema})
+
+
+def _take_ascending(
+    pieces: list[pa.Array], rows: np.ndarray, type_: pa.DataType
+) -> pa.ChunkedArray:
+    """The elements at ascending `rows` of `pieces` laid end to end, taken a piece at a time.
+
+    Arrow's take on a chunked column first joins the chunks into one copy; here
+    each piece is let go (`pieces` is emptied) once taken from, so the texts a
+    module prints are never held twice.
+    """
+    out = []
+    start = 0
+    for i, piece in enumerate(pieces):
+        pieces[i] = None  # type: ignore[call-overload]
+        lo, hi = np.searchsorted(rows, [start, start + len(piece)])
+        out.append(piece.take(pa.array(rows[lo:hi] - start, pa.int64())))
+        start += len(piece)
+        del piece
+    return pa.chunked_array(out, type_)
 
 
 #: Instruction texts parsed per batch; bounds the Python objects alive at once.
@@ -583,42 +704,33 @@ def _is_temp(allocs: pa.Table) -> pa.Array:
 
 
 def _heap_peaks(
-    s: Scanned, temp: pa.Array, value_keys: pa.Table, live_last: pa.Table
-) -> tuple[list[tuple], dict[int, int | None]]:
+    s: Scanned, temp: pa.Array, live_last: pa.Table, live_vid: pa.Array | pa.ChunkedArray
+) -> tuple[list[tuple], pa.Array]:
     """Per color: indefinite bytes + max temp bytes in use at once.
 
     Bytes in use in a temp allocation at step t = the measure of the union of
     the byte ranges [offset, offset+size) of its values live at t (both ends
     inclusive). Aliases share a range and are counted once; values whose
     ranges the heap simulator overlapped only touch in time and are also
-    counted once. Also returns each temp allocation's own maximum.
+    counted once. `live_vid` is the value each entry of `live_last` names.
+    Also returns each allocation's own maximum (null unless temp), row for
+    row with s.allocs. Numbers stay in numpy arrays: a large module has
+    hundreds of thousands of allocations.
     """
     has_live = s.live.num_rows > 0 or (s.schedule_length is not None)
-    colors: dict[int, dict[str, int]] = {}
-    temps_by_color: dict[int, list[int]] = {}
-    for idx, color, size, is_temp in zip(
-        s.allocs["index"].to_pylist(),
-        s.allocs["color"].to_pylist(),
-        s.allocs["size"].to_pylist(),
-        temp.to_pylist(),
-    ):
-        c = colors.setdefault(color, {"total": 0, "indefinite": 0, "temp": 0})
-        c["total"] += size
-        if is_temp:
-            c["temp"] += size
-            temps_by_color.setdefault(color, []).append(idx)
-        else:
-            c["indefinite"] += size
-    temp_allocs = pa.array([idx for idxs in temps_by_color.values() for idx in idxs], pa.int64())
-    values = s.values
+    index = s.allocs["index"].to_numpy()
+    color = s.allocs["color"].to_numpy()
+    size = s.allocs["size"].to_numpy()
+    is_temp = temp.to_numpy(zero_copy_only=False)
+    values = s.values.select(["value_id", "allocation", "byte_offset", "size"])
     temp_values = values.filter(
         pc.and_(
-            pc.is_in(values["allocation"], value_set=temp_allocs),
+            pc.is_in(values["allocation"], value_set=pa.array(index[is_temp])),
             pc.not_equal(values["size"], 0),
         )
     )
+    del values
     # value -> (start, end): each live entry resolved to its value; the last entry wins.
-    live_vid = _lookup(live_last, ["instruction", "shape_index"], value_keys, "value_id")
     where = pc.index_in(temp_values["value_id"], value_set=live_vid).to_numpy(zero_copy_only=False)
     end_of_time = s.schedule_length if s.schedule_length is not None else 0
     found = ~np.isnan(where) if where.dtype.kind == "f" else np.ones(len(where), dtype=bool)
@@ -629,6 +741,7 @@ def _heap_peaks(
     ends = np.where(
         found, live_last["end_time"].to_numpy()[rows_at] if len(live_last) else 0, end_of_time
     )
+    del where, found, rows_at
     offset = temp_values["byte_offset"].to_numpy()
     time, alloc, delta = _in_use_events(
         temp_values["allocation"].to_numpy(),
@@ -637,24 +750,30 @@ def _heap_peaks(
         starts,
         ends,
     )
-    alloc_max: dict[int, int | None] = _max_per_alloc(time, alloc, delta)
+    del temp_values, offset, starts, ends
     rows = []
-    for color in sorted(colors):
-        c = colors[color]
-        temps = temps_by_color.get(color, [])
-        if not has_live and temps:
-            for idx in temps:
-                alloc_max[idx] = None
-            rows.append((color, c["total"], c["indefinite"], c["temp"], None, None, None))
+    for c in np.unique(color).tolist():
+        mine = color == c
+        total, indefinite = _sum(size[mine]), _sum(size[mine & ~is_temp])
+        temps = index[mine & is_temp]
+        if not has_live and len(temps):
+            rows.append((c, total, indefinite, total - indefinite, None, None, None))
             continue
-        for idx in temps:
-            alloc_max.setdefault(idx, 0)
-        mine = np.isin(alloc, np.array(temps, dtype=np.int64))
-        best, best_t = _peak(time[mine], delta[mine])
-        rows.append(
-            (color, c["total"], c["indefinite"], c["temp"], best, c["indefinite"] + best, best_t)
-        )
-    return rows, alloc_max
+        best, best_t = _peak(*(a[np.isin(alloc, temps)] for a in (time, delta)))
+        rows.append((c, total, indefinite, total - indefinite, best, indefinite + best, best_t))
+    # Each temp allocation's most bytes in use: 0 when none of its values is ever live.
+    most = np.zeros(len(index), dtype=np.int64)
+    with_events, their_most = _max_per_alloc(time, alloc, delta)
+    by_index = np.argsort(index, kind="stable")
+    most[by_index[np.searchsorted(index, with_events, sorter=by_index)]] = their_most
+    return rows, pa.array(most, pa.int64(), mask=~(is_temp & has_live))
+
+
+def _sum(numbers: np.ndarray) -> int:
+    """The exact sum, as Python's: past int64 too."""
+    if len(numbers) and int(numbers.max()) >= np.iinfo(np.int64).max // len(numbers):
+        return sum(numbers.tolist())
+    return int(numbers.sum())
 
 
 def _in_use_events(
@@ -671,32 +790,39 @@ def _in_use_events(
     if n == 0:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
+    # Intermediates are dropped as soon as used: a large module has ~10^6 values.
     point_alloc, point_x = np.r_[alloc, alloc], np.r_[lo, hi]
     order = np.lexsort((point_x, point_alloc))
     sorted_alloc, sorted_x = point_alloc[order], point_x[order]
+    del point_alloc, point_x
     distinct = np.r_[
         True, (sorted_alloc[1:] != sorted_alloc[:-1]) | (sorted_x[1:] != sorted_x[:-1])
     ]
     inverse = np.empty(2 * n, dtype=np.int64)
     inverse[order] = np.cumsum(distinct) - 1  # each boundary's rank among distinct ones
+    del order
     first, stop = inverse[:n], inverse[n:]  # segments first..stop-1 of each value
     seg_alloc = sorted_alloc[distinct]
     seg_len = np.r_[np.diff(sorted_x[distinct]), 0]
+    del sorted_alloc, sorted_x, distinct
     counts = stop - first
     pair_seg = np.repeat(first, counts) + (
         np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
     )
     pair_start = np.repeat(start, counts)
     pair_end = np.repeat(end, counts)
+    del inverse, first, stop, counts
     order = np.lexsort((pair_start, pair_seg))
     pair_seg, pair_start, pair_end = pair_seg[order], pair_start[order], pair_end[order]
+    del order
     # Merge the live times of one segment: a new run starts past everything before it.
     span = int(max(pair_end.max(), pair_start.max())) + 2
     base = pair_seg * span
     reach = np.maximum.accumulate(base + pair_end)
     before = np.r_[-1, reach[:-1]] - base  # negative when the segment changes
-    new_run = before < pair_start
-    run_starts = np.flatnonzero(new_run)
+    del base, reach
+    run_starts = np.flatnonzero(before < pair_start)
+    del before
     run_end = np.maximum.reduceat(pair_end, run_starts)
     run_seg = pair_seg[run_starts]
     length = seg_len[run_seg]
@@ -718,10 +844,13 @@ def _peak(time: np.ndarray, delta: np.ndarray) -> tuple[int, int | None]:
     return best, int(steps[np.argmax(current == best)])
 
 
-def _max_per_alloc(time: np.ndarray, alloc: np.ndarray, delta: np.ndarray) -> dict[int, int | None]:
-    """Each allocation's most bytes in use at once (its events net to zero, so one running sum serves all)."""
+def _max_per_alloc(
+    time: np.ndarray, alloc: np.ndarray, delta: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The allocations that have events, and each one's most bytes in use at once (at
+    least 0; its events net to zero, so one running sum serves all)."""
     if len(time) == 0:
-        return {}
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     order = np.lexsort((time, alloc))
     time, alloc, delta = time[order], alloc[order], delta[order]
     key_change = np.r_[True, (alloc[1:] != alloc[:-1]) | (time[1:] != time[:-1])]
@@ -730,4 +859,4 @@ def _max_per_alloc(time: np.ndarray, alloc: np.ndarray, delta: np.ndarray) -> di
     group_alloc = alloc[at]
     first = np.flatnonzero(np.r_[True, group_alloc[1:] != group_alloc[:-1]])
     most = np.maximum.reduceat(current, first)
-    return {int(a): max(int(m), 0) for a, m in zip(group_alloc[first], most)}
+    return group_alloc[first], np.maximum(most, 0)

@@ -134,6 +134,16 @@ USES = pa.schema(
         ("operand_index", pa.string()),
     ]
 )
+#: The peak list, one row per `    name{index}: N bytes` line under "Live ranges at".
+PEAK = pa.schema(
+    [
+        ("name", pa.string()),
+        ("index", pa.string()),  # None when not printed
+        ("bytes", pa.int64()),
+        ("cumulative", pa.int64()),  # None when not printed
+        ("line", pa.int64()),
+    ]
+)
 LIVE = pa.schema(
     [
         ("instruction", pa.string()),
@@ -161,7 +171,7 @@ class Scanned:
     allocs: pa.Table  # ALLOCS
     schedule_length: int | None
     peak_time: int | None
-    peak: list[tuple[str, str | None, int, int | None, int]]  # name, index, bytes, cumulative, line
+    peak: pa.Table  # PEAK
     trace: list[tuple[int, str, float, int, int, int, int]]
     report: list[tuple[str, int | None, str | None, int]]
     values: pa.Table  # VALUES

@@ -11,9 +11,7 @@ reported by one code path.
 
 from __future__ import annotations
 
-import pyarrow as pa
-
-from bufferhouse.ingest import vector
+from bufferhouse.ingest import memory, vector
 from bufferhouse.ingest.finish import finish
 from bufferhouse.ingest.model import ParsedModule
 from bufferhouse.ingest.reader import read_lines
@@ -55,5 +53,5 @@ def parse_module(
     parsed = finish(scanned, files, hlo_path, read_lines)
     del scanned
     if large:  # its scratch memory goes back to the OS; small modules skip the call
-        pa.default_memory_pool().release_unused()
+        memory.release()
     return parsed

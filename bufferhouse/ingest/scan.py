@@ -125,6 +125,9 @@ class _Parser:
             columns["live"] = _columns(
                 model.LIVE, [list(c) for c in zip(*self.live)] if self.live else None
             )
+        # As Arrow columns: a large module's peak list takes tens of MB as Python tuples.
+        peak = _columns(model.PEAK, list(zip(*self.peak)) if self.peak else None)
+        self.peak = []
         return model.Scanned(
             ba_path=ba_path,
             sections=self.sections,
@@ -137,7 +140,7 @@ class _Parser:
             used_path=self.used_path,
             schedule_length=self.schedule_length,
             peak_time=self.peak_time,
-            peak=self.peak,
+            peak=peak,
             trace=self.trace,
             report=self.report,
             **columns,  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError
-from bufferhouse.ingest import model
+from bufferhouse.ingest import memory, model
 from bufferhouse.ingest.model import Alloc, first_occurrences
 from bufferhouse.ingest.reader import open_dump, read_lines, split_member
 from bufferhouse.ingest.scan import _alloc_attributes, _Parser
@@ -91,14 +91,17 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
         return None
 
 
-_CHUNK = 1 << 26
+#: Bytes of text read at a time. A chunk is copied a few times on its way to
+#: an Arrow column, so this bounds that transient memory; 16 MiB scanned the
+#: 519 MB bench dump as fast as 64 MiB did (A/B, alternated).
+_CHUNK = 1 << 24
 
 
 def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
-    """(index of the first line, lines without their newlines) for ~64 MiB of whole lines at a time.
+    """(index of the first line, lines without their newlines) for ~16 MiB of whole lines at a time.
 
     Reading a chunk at a time keeps a large dump's text out of memory: only
-    what is extracted from it stays.
+    what is extracted from it stays, in its final types (see _scan_file).
     """
     first = 0
     rest = b""
@@ -196,10 +199,14 @@ _REQUIRED = ["ba", "used", "lr", "seq", "blr", "peak"]
 
 def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str]) -> None:
     """One file of the module, a chunk at a time: bulk lines extracted into `columns`,
-    structural lines through the state machine `p` in file order."""
-    pieces: dict[str, list] = {
-        k: [] for k in ("alloc", "alloc_line", "value", "value_line", "seq", "blr", "blr_line")
-    }
+    structural lines through the state machine `p` in file order.
+
+    What a chunk yields is converted to its final types at once (numbers as
+    numbers, names as strings), so that the text groups of the regex matches
+    never pile up: they took more memory than the columns made of them.
+    """
+    pieces: dict[str, list] = {k: [] for k in ("alloc", "value", "seq", "seq_step", "blr")}
+    attributes: dict[str, tuple[int, tuple]] = {}  # allocation attribute list -> parsed
     used = _UsedBlocks(p)
     section: str | None = None  # the section the next line belongs to
     p.begin_file()
@@ -225,17 +232,29 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
             if section == "ba":
                 is_value = pc.starts_with(body, " value: ").to_numpy(zero_copy_only=False)
                 is_alloc = pc.starts_with(body, "allocation ").to_numpy(zero_copy_only=False)
-                pieces["alloc"].append(_extract(body.filter(pa.array(is_alloc)), _ALLOC))
-                pieces["alloc_line"].append(at_line + 1 + np.flatnonzero(is_alloc))
-                pieces["value"].append(_extract(body.filter(pa.array(is_value)), _VALUE))
-                pieces["value_line"].append(at_line + 1 + np.flatnonzero(is_value))
+                pieces["alloc"].append(
+                    _allocations(
+                        path,
+                        _extract(body.filter(pa.array(is_alloc)), _ALLOC),
+                        at_line + 1 + np.flatnonzero(is_alloc),
+                        attributes,
+                    )
+                )
+                pieces["value"].append(
+                    _value_lines(
+                        _extract(body.filter(pa.array(is_value)), _VALUE),
+                        at_line + 1 + np.flatnonzero(is_value),
+                    )
+                )
                 structural.append(start + np.flatnonzero(~(is_value | is_alloc)))
+            elif section == "seq":
+                found = _extract(body, _SEQ)
+                pieces["seq_step"].append(_ints(found.field("step")).to_numpy())
+                pieces["seq"].append(pc.cast(found.field("name"), pa.string()))
+            elif section == "blr":
+                pieces["blr"].append(_live_lines(_extract(body, _BLR), at_line))
             elif section == "used":
                 used.feed(body, at_line)
-            elif section in ("seq", "blr"):
-                pieces[section].append(_extract(body, _SEQ if section == "seq" else _BLR))
-                if section == "blr":
-                    pieces["blr_line"].append(at_line + 1 + np.arange(len(body)))
             else:
                 structural.append(np.arange(start, bounds[j + 1]))
             # The machine meets the structural lines of this segment in order.
@@ -246,8 +265,8 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
             ):
                 used.leave_state_as_after_blocks()
                 p._line(path, first + i + 1, line)
-        del lines
-        pa.default_memory_pool().release_unused()  # give the chunk's memory back, not keep it
+        del lines, body
+        memory.release()  # give the chunk's memory back, not keep it
     if section == "used":
         used.end()
     used.leave_state_as_after_blocks()
@@ -257,42 +276,34 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
     if pieces["alloc"]:
         if "values" in columns:
             raise _Irregular("value lines in two files")
-        columns["allocs"] = _allocations(
-            path, pa.concat_arrays(pieces["alloc"]), np.concatenate(pieces["alloc_line"])
-        )
-        columns["values"] = _values(
-            p,
-            columns["allocs"],
-            pa.concat_arrays(pieces["value"]),
-            np.concatenate(pieces["value_line"]),
-        )
+        allocs = _concat(pieces.pop("alloc"))
+        if _has_duplicates(allocs["index"].to_numpy()):
+            raise _Irregular("duplicate allocation index")
+        columns["allocs"] = allocs
+        columns["values"] = _values(p, allocs, _concat(pieces.pop("value")))
     if used.blocks:
         if "values" not in columns:
             raise _Irregular("Used values before the allocations")
         columns.update(used.columns(columns["values"]))
     if pieces["seq"]:
-        sequence = pa.concat_arrays(pieces["seq"])
-        steps = _ints(sequence.field("step")).to_numpy()
+        steps = np.concatenate(pieces["seq_step"])
         if not np.array_equal(steps, np.arange(len(steps))):
             raise _Irregular("InstructionSequence steps")
-        columns["sequence"] = pc.cast(sequence.field("name"), pa.string())
+        columns["sequence"] = pa.concat_arrays(pieces.pop("seq"))
     if pieces["blr"]:
-        live = pa.concat_arrays(pieces["blr"])
-        start, end = _ints(live.field("start")), _ints(live.field("end"))
+        live = _concat(pieces.pop("blr"))
+        start, end = live["start_time"], live["end_time"]
         if pc.any(pc.less(end, start)).as_py() or (
             p.schedule_length is not None and pc.any(pc.greater(end, p.schedule_length)).as_py()
         ):
             raise _Irregular("live range bounds")
-        columns["live"] = pa.Table.from_arrays(
-            [
-                pc.cast(live.field("name"), pa.string()),
-                pc.cast(live.field("idx"), pa.string()),
-                start,
-                end,
-                pa.array(np.concatenate(pieces["blr_line"]), pa.int64()),
-            ],
-            schema=model.LIVE,
-        )
+        columns["live"] = live
+    memory.release()  # the pieces, now copied into the columns
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    """Pieces of one table as one (each column a single array, as the reference builds them)."""
+    return pa.concat_tables(tables).combine_chunks()
 
 
 def _check_order(kinds: list[str], seen: list[str]) -> None:
@@ -313,19 +324,25 @@ def _head_kind(line: str) -> str:
     raise AssertionError(line)
 
 
-def _allocations(path: str, found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
-    """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once."""
-    index = _ints(found.field("index"))
-    if _has_duplicates(index.to_numpy()):
-        raise _Irregular("duplicate allocation index")
+def _allocations(
+    path: str,
+    found: pa.StructArray,
+    lineno: np.ndarray,
+    attributes: dict[str, tuple[int, tuple]],
+) -> pa.Table:
+    """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once
+    (`attributes` keeps them from piece to piece)."""
     rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
     first = first_occurrences(rests.indices.to_numpy())
-    flags = [
-        _alloc_attributes(path, int(lineno[row]), "", rest)  # errors only send it back
-        for row, rest in zip(first, rests.dictionary.to_pylist())
-    ]
-    colors = [int(f.pop("color", 0)) for f in flags]
-    per_rest = list(zip(*(model.alloc_row(Alloc(0, 0, 0, 0, f)) for f in flags)))
+    parsed = []
+    for row, rest in zip(first, rests.dictionary.to_pylist()):
+        if rest not in attributes:
+            flags = _alloc_attributes(path, int(lineno[row]), "", rest)  # errors only send it back
+            color = int(flags.pop("color", 0))
+            attributes[rest] = (color, model.alloc_row(Alloc(0, 0, 0, 0, flags)))
+        parsed.append(attributes[rest])
+    colors = [color for color, _ in parsed]
+    per_rest = list(zip(*(row for _, row in parsed)))
     if not per_rest:
         per_rest = [()] * len(model.ALLOCS)
     columns = {
@@ -334,7 +351,7 @@ def _allocations(path: str, found: pa.StructArray, lineno: np.ndarray) -> pa.Tab
     }
     address = found.field("address")
     columns.update(
-        index=index,
+        index=_ints(found.field("index")),
         size=_ints(found.field("size")),
         color=pc.take(pa.array(colors, pa.int64()), rests.indices),
         line=pa.array(lineno, pa.int64()),
@@ -343,40 +360,63 @@ def _allocations(path: str, found: pa.StructArray, lineno: np.ndarray) -> pa.Tab
     return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
 
 
-def _values(p: _Parser, allocs: pa.Table, found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
+#: The ` value:` lines of a piece, before their allocations are known.
+_VALUE_LINES = pa.schema([f for f in model.VALUES if f.name not in ("allocation", "cross_color")])
+
+
+def _value_lines(found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
+    return pa.Table.from_arrays(
+        [
+            _ints(found.field("id")),
+            pc.cast(found.field("name"), pa.string()),
+            pc.cast(_index(found.field("idx")), pa.string()),
+            pc.not_equal(found.field("phi"), ""),
+            _optional_int(found.field("color")),
+            _ints(found.field("offset")),
+            _ints(found.field("size")),
+            pc.cast(found.field("shape"), pa.string()),
+            pa.array(lineno, pa.int64()),
+        ],
+        schema=_VALUE_LINES,
+    )
+
+
+def _live_lines(found: pa.StructArray, at_line: int) -> pa.Table:
+    """BufferLiveRange entries; `at_line` is the 0-based file line index of the first."""
+    return pa.Table.from_arrays(
+        [
+            pc.cast(found.field("name"), pa.string()),
+            pc.cast(found.field("idx"), pa.string()),
+            _ints(found.field("start")),
+            _ints(found.field("end")),
+            pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
+        ],
+        schema=model.LIVE,
+    )
+
+
+def _values(p: _Parser, allocs: pa.Table, lines: pa.Table) -> pa.Table:
     """The ` value:` lines; each belongs to the allocation header above it."""
     header_lines = allocs["line"].to_numpy()
+    lineno = lines["line"].to_numpy()
     owner = np.searchsorted(header_lines, lineno) - 1
     if len(owner) and owner.min() < 0:
         raise _Irregular("value line before any allocation")
     order = allocs["index"].to_numpy()
     sizes = allocs["size"].to_numpy()
-    vid = _ints(found.field("id"))
-    size = _ints(found.field("size"))
-    offset = _ints(found.field("offset"))
-    ids = vid.to_numpy()
+    ids = lines["value_id"].to_numpy()
     if _has_duplicates(ids):
         raise _Irregular("duplicate value id")
-    if np.any(offset.to_numpy() + size.to_numpy() > sizes[owner]):
+    if np.any(lines["byte_offset"].to_numpy() + lines["size"].to_numpy() > sizes[owner]):
         raise _Irregular("value beyond its allocation")
     if len(ids):
         p.features.add("value_lines")
-    return pa.Table.from_arrays(
-        [
-            vid,
-            pc.cast(found.field("name"), pa.string()),
-            pc.cast(_index(found.field("idx")), pa.string()),
-            pc.not_equal(found.field("phi"), ""),
-            _optional_int(found.field("color")),
-            pa.array(order[owner]),
-            offset,
-            size,
-            pc.cast(found.field("shape"), pa.string()),
-            pa.array(lineno),
-            pa.array(np.zeros(len(ids), dtype=bool)),
-        ],
-        schema=model.VALUES,
+    columns = dict(zip(lines.column_names, lines.columns))
+    columns.update(
+        allocation=pa.array(order[owner]),
+        cross_color=pa.array(np.zeros(len(ids), dtype=bool)),
     )
+    return pa.Table.from_arrays([columns[f.name] for f in model.VALUES], schema=model.VALUES)
 
 
 class _UsedBlocks:
@@ -392,7 +432,7 @@ class _UsedBlocks:
         self.carry_at = 0
         self.blocks = 0
         self.parts: list[dict[str, object]] = []
-        self.from_lines = self.spaced = 0
+        self.spaced: set[bool] = set()  # after the colon: a space, or none, in the parts read
         self.ended = False
 
     def feed(self, lines: pa.Array, at: int) -> None:
@@ -442,10 +482,16 @@ class _UsedBlocks:
         self.blocks += len(ids)
 
         from_lines = section.filter(pa.array(is_f))
-        self.from_lines += len(from_lines)
-        self.spaced += pc.sum(pc.starts_with(from_lines, _FROM + " ")).as_py() or 0
         if pc.any(pc.ends_with(from_lines, ">")).as_py():
             raise _Irregular("from instruction text may be glued to the next header")
+        spaced = pc.sum(pc.starts_with(from_lines, _FROM + " ")).as_py() or 0
+        if spaced not in (0, len(from_lines)):
+            raise _Irregular("some from instruction texts after a space, some not")
+        if len(from_lines):
+            self.spaced.add(spaced > 0)
+        skip = len(_FROM) + (spaced > 0)  # 2024-01+: a space after the colon
+        texts = pc.cast(pc.utf8_slice_codeunits(from_lines, skip), pa.string())
+        del from_lines
         if np.any(kind == ord("n")):
             self.p.features.add("uses_none")
 
@@ -459,7 +505,7 @@ class _UsedBlocks:
                 "ids": ids,
                 "names": pc.cast(headers.field("name"), pa.string()),
                 "lines": first + np.flatnonzero(is_h) + 1,
-                "from": from_lines,
+                "texts": texts,
                 "positions": pa.Table.from_arrays(
                     [
                         pa.array(ids[pos_block], pa.int64()),
@@ -499,21 +545,21 @@ class _UsedBlocks:
         names = pa.concat_arrays([part["names"] for part in self.parts])
         if not pc.all(pc.equal(placed, names)).as_py():
             raise _Irregular("used value named otherwise in its allocation")
-        skip = len(_FROM)
-        if self.from_lines:
+        if len(self.spaced) > 1:
+            raise _Irregular("some from instruction texts after a space, some not")
+        if self.spaced:
             p.features.add("from_instruction")
-            if self.spaced == self.from_lines:  # 2024-01+: a space after the colon
+            if True in self.spaced:
                 p.features.add("from_instruction_space")
-                skip += 1
-            elif self.spaced:
-                raise _Irregular("some from instruction texts after a space, some not")
-        texts = [pc.utf8_slice_codeunits(part.pop("from"), skip) for part in self.parts]
+        # The texts stay in their pieces: joined, they would be copied whole (the largest
+        # column of a module); finish takes the ones it keeps a piece at a time.
+        texts = [part.pop("texts") for part in self.parts]
         return {
             "used": pa.Table.from_arrays(
                 [
                     pa.array(ids, pa.int64()),
                     pa.array(np.concatenate([part["lines"] for part in self.parts]), pa.int64()),
-                    pc.cast(pa.chunked_array(texts, pa.large_string()), pa.string()),
+                    pa.chunked_array(texts, pa.string()),
                 ],
                 schema=model.USED,
             ),
