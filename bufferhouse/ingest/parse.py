@@ -36,22 +36,23 @@ def parse_module(
     `accelerate=False` runs only the per-line state machine (the reference);
     `vector_min_bytes=0` sends every module the vectorized scanner can read to it.
     """
-    ba_path = next(path for role, path in files if role == "buffer_assignment")
-    scanned = vector.scan(files, vector_min_bytes) if accelerate else None
-    large = scanned is not None
-    if scanned is None:
-        p = _Parser()
-        for role, path in files:
-            if role == "usage_report":
-                p.feed_report(path, read_lines(path))
-                p._section("usage_report")
-            else:
-                p.feed(path, read_lines(path))
-        if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
-            p.features.add("split")
-        scanned = p.scanned(ba_path)
-    parsed = finish(scanned, files, hlo_path, read_lines)
-    del scanned
-    if large:  # its scratch memory goes back to the OS; small modules skip the call
-        memory.release()
+    with memory.system_allocator():  # see memory.py: less memory held at the peak
+        ba_path = next(path for role, path in files if role == "buffer_assignment")
+        scanned = vector.scan(files, vector_min_bytes) if accelerate else None
+        large = scanned is not None
+        if scanned is None:
+            p = _Parser()
+            for role, path in files:
+                if role == "usage_report":
+                    p.feed_report(path, read_lines(path))
+                    p._section("usage_report")
+                else:
+                    p.feed(path, read_lines(path))
+            if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
+                p.features.add("split")
+            scanned = p.scanned(ba_path)
+        parsed = finish(scanned, files, hlo_path, read_lines)
+        del scanned
+        if large:  # its scratch memory goes back to the OS; small modules skip the call
+            memory.release()
     return parsed
