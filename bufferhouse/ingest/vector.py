@@ -203,7 +203,8 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
 
     What a chunk yields is converted to its final types at once (numbers as
     numbers, names as strings), so that the text groups of the regex matches
-    never pile up: they took more memory than the columns made of them.
+    never pile up: they took more memory than the columns made of them. The
+    columns stay in their pieces (chunked): joined, each would be copied whole.
     """
     pieces: dict[str, list] = {k: [] for k in ("alloc", "value", "seq", "seq_step", "blr")}
     attributes: dict[str, tuple[int, tuple]] = {}  # allocation attribute list -> parsed
@@ -276,34 +277,30 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
     if pieces["alloc"]:
         if "values" in columns:
             raise _Irregular("value lines in two files")
-        allocs = _concat(pieces.pop("alloc"))
+        allocs = pa.concat_tables(pieces.pop("alloc"))
         if _has_duplicates(allocs["index"].to_numpy()):
             raise _Irregular("duplicate allocation index")
         columns["allocs"] = allocs
-        columns["values"] = _values(p, allocs, _concat(pieces.pop("value")))
+        columns["values"] = _values(p, allocs, pa.concat_tables(pieces.pop("value")))
     if used.blocks:
         if "values" not in columns:
             raise _Irregular("Used values before the allocations")
         columns.update(used.columns(columns["values"]))
+        memory.release()
     if pieces["seq"]:
         steps = np.concatenate(pieces["seq_step"])
         if not np.array_equal(steps, np.arange(len(steps))):
             raise _Irregular("InstructionSequence steps")
         columns["sequence"] = pa.concat_arrays(pieces.pop("seq"))
     if pieces["blr"]:
-        live = _concat(pieces.pop("blr"))
+        live = pa.concat_tables(pieces.pop("blr"))
         start, end = live["start_time"], live["end_time"]
         if pc.any(pc.less(end, start)).as_py() or (
             p.schedule_length is not None and pc.any(pc.greater(end, p.schedule_length)).as_py()
         ):
             raise _Irregular("live range bounds")
         columns["live"] = live
-    memory.release()  # the pieces, now copied into the columns
-
-
-def _concat(tables: list[pa.Table]) -> pa.Table:
-    """Pieces of one table as one (each column a single array, as the reference builds them)."""
-    return pa.concat_tables(tables).combine_chunks()
+    memory.release()
 
 
 def _check_order(kinds: list[str], seen: list[str]) -> None:
@@ -541,10 +538,15 @@ class _UsedBlocks:
             vids[sort[np.minimum(where, len(vids) - 1)]] != ids
         ):
             raise _Irregular("used value not placed")
-        placed = pc.take(values["instruction"], pa.array(sort[where]))
-        names = pa.concat_arrays([part["names"] for part in self.parts])
-        if not pc.all(pc.equal(placed, names)).as_py():
-            raise _Irregular("used value named otherwise in its allocation")
+        placed_at = sort[where]
+        instruction = values["instruction"].combine_chunks()
+        start = 0
+        for part in self.parts:  # part by part: all the names at once are tens of MB, twice
+            names = part.pop("names")
+            placed = instruction.take(pa.array(placed_at[start : start + len(names)]))
+            if not pc.all(pc.equal(placed, names)).as_py():
+                raise _Irregular("used value named otherwise in its allocation")
+            start += len(names)
         if len(self.spaced) > 1:
             raise _Irregular("some from instruction texts after a space, some not")
         if self.spaced:
