@@ -326,8 +326,27 @@ def test_dialect_markers():
     # Postgres cannot type a bare NULL parameter in `$1 IS NULL`
     assert "CAST(%(module)s AS VARCHAR)" in transpile("peak-buffers", "postgres").sql
     trino = transpile("padding", "trino")
-    assert trino.sql.count("?") == len(trino.params) == 3
-    assert trino.params == ("module", "module", "top")
+    assert trino.sql.count("?") == len(trino.params) == 8
+    assert trino.params == ("module",) * 7 + ("top",)
+
+
+def test_views_are_inlined_as_ctes():
+    """No canned query reads a view today; SQL that does gets the view in front."""
+    from bufferhouse.export.transpile import _inline_views
+
+    tree = sqlglot.parse_one("SELECT module_id FROM module_keys WHERE key = $module", read="duckdb")
+    sql = _inline_views("test", tree).sql(dialect="spark")
+    assert sql.startswith("WITH module_keys AS (SELECT module_id, module_name AS key")
+
+
+def test_postgres_try_cast_casts_only_integers():
+    """A plain CAST of a module name to BIGINT would raise in Postgres."""
+    sql = transpile("categories", "postgres").sql
+    assert "TRY_CAST" not in sql
+    guard = "WHEN CAST(%(module)s AS VARCHAR) ~ '\\A\\s*[-+]?[0-9]+\\s*\\Z'"
+    in_range = "AS DECIMAL) BETWEEN -9223372036854775808 AND 9223372036854775807"
+    assert guard in sql and in_range in sql
+    assert sql.count("AS BIGINT)") == 1
 
 
 def test_unknown_dialect():
@@ -357,10 +376,7 @@ def test_cli_dialect(tmp_path):
     runner = CliRunner()
     result = runner.invoke(main, ["query", "peak-buffers", "--dialect", "spark"])
     assert result.exit_code == 0
-    assert (
-        result.stdout.startswith("-- peak-buffers (spark)")
-        and "WITH module_keys AS" in result.stdout
-    )
+    assert result.stdout.startswith("-- peak-buffers (spark)") and ":module" in result.stdout
     result = runner.invoke(main, ["query", "top-modules", "--dialect", "postgres"])
     assert result.exit_code == 2
     assert "cannot be expressed in postgres SQL: error()" in result.output

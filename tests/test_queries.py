@@ -3,6 +3,8 @@ an empty warehouse, and stable on the fixtures (golden CSVs)."""
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import pytest
 import sqlglot
@@ -145,6 +147,92 @@ def test_module_selector_forms(samples_db):
     module_id = full.column("module_id")[0].as_py()
     by_id = bufferhouse.query("modules", db=samples_db, module=str(module_id))
     assert by_id.to_pylist() == full.to_pylist()
+
+
+# --- the module selector: module_keys' rule, as each query writes it ----------
+
+#: What every query with a `module` parameter tests `modules` with (queries/__init__.py).
+MODULE_SELECTOR = """
+    module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)"""
+MODULE_QUERIES = [q for q in ALL if "module" in {p.name for p in q.params}]
+
+
+def _squeezed(sql: str) -> str:
+    """Without whitespace and table aliases; the NULL check of queries that need a module
+    (coalesce($module, error(...))) read as $module."""
+    sql = re.sub(r"coalesce\(\s*\$module,\s*error\('[^']*'\)\s*\)", "$module", sql)
+    sql = re.sub(r"\b\w+\.(module_name|file_stem|module_id|content_hash)\b", r"\1", sql)
+    return re.sub(r"\s+", "", sql)
+
+
+@pytest.mark.parametrize("query", MODULE_QUERIES, ids=[q.name for q in MODULE_QUERIES])
+def test_module_parameter_goes_through_the_selector(query):
+    assert _squeezed(MODULE_SELECTOR) in _squeezed(query.sql)
+    assert "module_keys" not in query.sql
+
+
+def _selector_against_module_keys(con: duckdb.DuckDBPyConnection, keys: list) -> None:
+    for key in keys:
+        params = {"module": key}
+        want = con.execute(
+            "SELECT module_id FROM module_keys WHERE key = $module ORDER BY 1", params
+        ).fetchall()
+        got = con.execute(
+            f"SELECT module_id FROM modules WHERE {MODULE_SELECTOR} ORDER BY 1", params
+        ).fetchall()
+        assert got == want, key
+
+
+def test_the_selector_selects_what_module_keys_does(fleet_db):
+    with duckdb.connect(str(fleet_db), read_only=True) as con:
+        queries.use_package_views(con)
+        keys = [r[0] for r in con.execute("SELECT DISTINCT key FROM module_keys").fetchall()]
+        module_id, content_hash = con.execute(
+            "SELECT module_id, content_hash FROM modules ORDER BY module_id LIMIT 1"
+        ).fetchone()
+        text = str(module_id)
+        near = [" " + text, "+" + text, "0" + text, text + "0", "9" * 25, "", "nope"]
+        near += [content_hash, content_hash[:11], content_hash[:12].upper()]
+        _selector_against_module_keys(con, [*keys, None, *near])
+
+
+def test_the_selector_where_keys_collide():
+    """A name that is another module's id or hash prefix selects both; negative ids."""
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE modules (module_id BIGINT, module_name VARCHAR, file_stem VARCHAR,"
+        " content_hash VARCHAR)"
+    )
+    con.execute(
+        "INSERT INTO modules VALUES (42, 'jit_a', 'module_1.jit_a', 'a85b023784df0123'),"
+        " (-7, '42', 'a85b023784df', 'ffffffffffff9999'), (9, NULL, NULL, '000000000000'),"
+        " (10, 'jit_a', 'jit_a', '0123456789ab')"
+    )
+    con.execute(next(v for v in queries.views() if v.name == "module_keys").view_sql())
+    keys = ["42", "-7", "a85b023784df", "jit_a", "000000000000", "9", "10", "x", None]
+    _selector_against_module_keys(con, keys)
+
+
+@pytest.mark.parametrize("query", MODULE_QUERIES, ids=[q.name for q in MODULE_QUERIES])
+def test_every_key_form_selects_the_module(query, samples_db):
+    """The module's file stem, id and hash prefix give the same rows."""
+    stem = GOLDEN_PARAMS["heap-timeline"]["module"]
+    with duckdb.connect(str(samples_db), read_only=True) as con:
+        module_id, content_hash = con.execute(
+            "SELECT module_id, content_hash FROM modules WHERE file_stem = ?", [stem]
+        ).fetchone()
+    results = [
+        bufferhouse.query(query.name, db=samples_db, module=key).to_pylist()
+        for key in (stem, str(module_id), content_hash[:12])
+    ]
+    assert results[0] == results[1] == results[2]
+    assert results[0] or query.name == "padding"
 
 
 def test_top_modules_ranks_by_chosen_peak(samples_db):

@@ -81,7 +81,7 @@ def _duckdb_rows(name: str, db, **params) -> list[tuple]:
 #: The queries whose Spark SQL needs a rewrite, plus the flagship: raise_error
 #: (top-modules, by-source), slice/split (by-source), ordered list with NULLs
 #: (recompiles), ordered string_agg (modules), lateral series (heap-timeline),
-#: views as CTEs (peak-buffers). test_export checks the others transpile.
+#: and the flagship (peak-buffers). test_export checks the others transpile.
 SPARK_QUERIES = [
     "top-modules",
     "peak-buffers",

@@ -15,7 +15,8 @@ self-contained statement:
   repeats included);
 - DuckDB functions sqlglot passes through untouched are rewritten where the
   engine has an equivalent (error -> raise_error / fail, list_slice -> slice,
-  range -> an unnested series, ...). Where it has none, `transpile` raises
+  range -> an unnested series, TRY_CAST -> a guarded CAST in Postgres, ...).
+  Where it has none, `transpile` raises
   QueryError naming the construct instead of returning SQL that would fail.
 """
 
@@ -165,6 +166,8 @@ def _rewrite(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:
                 expressions=[exp.GenerateSeries(start=series.args["start"], end=end)],
                 alias=node.args.get("alias"),
             )
+        if dialect == "postgres" and isinstance(node, exp.TryCast):
+            return _postgres_try_cast(name, node)
         if dialect == "postgres" and isinstance(node, exp.Split):
             return exp.StringToArray(this=node.this, expression=node.expression)
         if dialect == "postgres" and isinstance(node, exp.Round) and node.args.get("decimals"):
@@ -178,6 +181,43 @@ def _rewrite(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:
         return node
 
     return tree.transform(fn)
+
+
+#: Integer types TRY_CAST may target in Postgres, with their ranges.
+_PG_INTEGER_RANGES = {
+    "bigint": (-(2**63), 2**63 - 1),
+    "int": (-(2**31), 2**31 - 1),
+    "smallint": (-(2**15), 2**15 - 1),
+}
+
+
+def _postgres_try_cast(name: str, node: exp.TryCast) -> exp.Expression:
+    """TRY_CAST(x AS <integer>): Postgres has no TRY_CAST, and sqlglot prints a plain
+    CAST, which raises on text that is not a number (the module selector casts any
+    module name). The same NULL-or-integer, as a CASE that casts only digits in range;
+    a CASE drops a branch whose constant condition is false before it folds the branch.
+    """
+    to = node.args["to"]
+    kind = next((k for k in _PG_INTEGER_RANGES if to.is_type(k)), None)
+    if kind is None:
+        raise _unsupported(
+            name, "postgres", f"TRY_CAST(... AS {to.sql('duckdb')})", "only integer types"
+        )
+    low, high = _PG_INTEGER_RANGES[kind]
+    value = node.this
+
+    def when(condition: exp.Expression, then: exp.Expression) -> exp.Case:
+        return exp.Case(ifs=[exp.If(this=condition, true=then)])
+
+    digits = exp.RegexpLike(
+        this=value.copy(), expression=exp.Literal.string(r"\A\s*[-+]?[0-9]+\s*\Z")
+    )
+    in_range = exp.Between(
+        this=exp.Cast(this=value.copy(), to=exp.DataType.build("DECIMAL")),
+        low=exp.Literal.number(low),
+        high=exp.Literal.number(high),
+    )
+    return when(digits, when(in_range, exp.Cast(this=value.copy(), to=to.copy())))
 
 
 def _spark_ordered_list(name: str, node: exp.ArrayAgg) -> exp.Expression:

@@ -22,12 +22,17 @@
 -- note: Aliased values share a slice, so blocks can overlap. The most bytes live at once is allocations.max_live_bytes; size minus that is the fragmentation query's waste.
 -- example: bufferhouse query arena --param module=jit_train_step --param allocation=4
 WITH chosen AS (
+  -- the module selector: see queries/__init__.py
   SELECT module_id, module_name, schedule_length
   FROM modules
-  WHERE module_id IN (
-    SELECT module_id FROM module_keys
-    WHERE key = coalesce($module, error('arena needs a module'))
-  )
+  WHERE
+    module_name = coalesce($module, error('arena needs a module'))
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 ),
 -- large tables are read through semi-joins on chosen: see queries/__init__.py
 target AS (

@@ -12,7 +12,17 @@
 -- note: Rows come from the heap_peak_values view, so indefinite allocations (parameters, outputs) count too; ingest stores them rolled up per module and op (heap_peak_sources).
 -- example: bufferhouse query by-source --param key_by=op_name --param name_depth=3
 WITH wanted AS (
-  SELECT module_id FROM module_keys WHERE key = $module
+  -- the module selector: see queries/__init__.py
+  SELECT module_id
+  FROM modules
+  WHERE
+    module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 ),
 -- heap_peak_sources: heap_peak_values per module, space and op (ingest)
 sources AS (

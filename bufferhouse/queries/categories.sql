@@ -13,6 +13,20 @@
 -- column total_bytes: All allocations of the space.
 -- note: Categories overlap as in XLA's ComputeSummaryStats: a donated parameter counts as parameter, output and alias, so the columns do not add up to total_bytes.
 -- note: memory_analysis() reports host memory space 5 in separate host_* fields; the per-color rows keep them apart.
+WITH chosen AS (
+  -- the module selector: see queries/__init__.py
+  SELECT module_id, module_name
+  FROM modules
+  WHERE
+    $module IS NULL
+    OR module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
+)
 -- space_totals: the category sums per module and space (ingest)
 SELECT
   s.module_id,
@@ -26,9 +40,6 @@ SELECT
   s.temp_bytes,
   s.total_bytes
 FROM space_totals AS s
-JOIN modules AS m
+JOIN chosen AS m
   ON m.module_id = s.module_id
-WHERE
-  $module IS NULL
-  OR s.module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
 ORDER BY m.module_name, s.module_id, s.color

@@ -11,7 +11,8 @@
 -- column waste_pct: waste_bytes as a percentage of size.
 -- note: Matches XLA's `fragmentation_size = heap_size - no_fragmentation_heap_size` per arena, computed from offsets, sizes and live ranges. NULL when the module has no live ranges.
 WITH chosen AS (
-  -- one integer sort key for (module_name, module_id)
+  -- the module selector (see queries/__init__.py), and one integer sort key
+  -- for (module_name, module_id)
   SELECT
     module_id,
     module_name,
@@ -19,7 +20,13 @@ WITH chosen AS (
   FROM modules
   WHERE
     $module IS NULL
-    OR module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
+    OR module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 )
 SELECT
   a.module_id,

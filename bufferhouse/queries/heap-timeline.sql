@@ -14,6 +14,7 @@
 -- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout. Steps run to schedule_length, where read-only entry parameters end.
 -- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
 WITH chosen AS (
+  -- the module selector (see queries/__init__.py) and the module's heap peak
   SELECT m.module_id, m.module_name, m.schedule_length, h.color,
     h.indefinite_bytes, h.peak_time
   FROM modules AS m
@@ -22,9 +23,16 @@ WITH chosen AS (
   WHERE
     h.color = $space
     AND m.schedule_length IS NOT NULL
-    AND m.module_id IN (
-      SELECT module_id FROM module_keys
-      WHERE key = coalesce($module, error('heap-timeline needs a module'))
+    AND (
+      m.module_name = coalesce(
+        $module, error('heap-timeline needs a module')
+      )
+      OR m.file_stem = $module
+      OR (
+        m.module_id = TRY_CAST($module AS BIGINT)
+        AND CAST(m.module_id AS VARCHAR) = $module
+      )
+      OR (length($module) = 12 AND substr(m.content_hash, 1, 12) = $module)
     )
 ),
 -- large tables are read through semi-joins on chosen: see queries/__init__.py

@@ -16,7 +16,17 @@
 -- column op_name: Framework op name.
 -- column source: source_file:source_line, NULL if unknown.
 WITH wanted AS (
-  SELECT module_id FROM module_keys WHERE key = $module
+  -- the module selector: see queries/__init__.py
+  SELECT module_id
+  FROM modules
+  WHERE
+    module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 ),
 -- each large table is read scoped to the module: see queries/__init__.py
 cutoff AS (

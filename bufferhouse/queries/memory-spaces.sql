@@ -14,6 +14,7 @@
 -- column heap_peak_bytes: Heap peak of the space; on fleet rows the largest module's.
 -- note: Colors are backend-specific numbers; names come from memory_spaces (TPU names as in XProf's memory viewer).
 WITH chosen AS (
+  -- the module selector: see queries/__init__.py
   SELECT
     h.module_id,
     m.module_name,
@@ -28,7 +29,13 @@ WITH chosen AS (
     ON m.module_id = h.module_id
   WHERE
     $module IS NULL
-    OR h.module_id IN (SELECT module_id FROM module_keys WHERE key = $module)
+    OR m.module_name = $module
+    OR m.file_stem = $module
+    OR (
+      m.module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(m.module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(m.content_hash, 1, 12) = $module)
 ),
 named AS (
   SELECT

@@ -21,15 +21,22 @@
 -- column temp_bytes: Sum of preallocated-temp allocations (memory_analysis temp).
 -- note: The category sums overlap (a donated parameter is parameter and output) and cover every memory space; see `categories` for the split per space.
 -- example: bufferhouse query modules --param label=jax=0.7.2
-WITH wanted AS (
-  SELECT module_id FROM module_keys WHERE key = $module
-),
--- each large table is read scoped to the module: see queries/__init__.py
-chosen AS (
+WITH chosen AS (
+  -- the module selector; each large table is read scoped to the chosen
+  -- modules: see queries/__init__.py
   SELECT module_id
   FROM modules
   WHERE
-    ($module IS NULL OR module_id IN (SELECT module_id FROM wanted))
+    (
+      $module IS NULL
+      OR module_name = $module
+      OR file_stem = $module
+      OR (
+        module_id = TRY_CAST($module AS BIGINT)
+        AND CAST(module_id AS VARCHAR) = $module
+      )
+      OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
+    )
     AND (
       $label IS NULL
       OR module_id IN (
@@ -56,6 +63,7 @@ labelled AS (
     module_id,
     string_agg(key || '=' || value, ',' ORDER BY key, value) AS labels
   FROM labels
+  WHERE module_id IN (SELECT module_id FROM chosen)
   GROUP BY module_id
 )
 SELECT

@@ -10,16 +10,21 @@
 -- column padding_bytes: assigned_bytes - logical_bytes.
 -- column padding_pct: padding_bytes as a percentage of assigned_bytes.
 -- note: Aliased values share a slice and count once. A slice reused over time by values of different shapes counts once, with its largest logical size.
-WITH wanted AS (
-  SELECT module_id FROM module_keys WHERE key = $module
-),
--- space_totals holds each module's and space's slice sums, computed at ingest
-totals AS (
-  SELECT module_id, color, slices, slice_bytes, slice_logical_bytes
-  FROM space_totals
-  WHERE slices > 0
-    AND ($module IS NULL OR module_id IN (SELECT module_id FROM wanted))
+WITH chosen AS (
+  -- the module selector: see queries/__init__.py
+  SELECT module_id, module_name
+  FROM modules
+  WHERE
+    $module IS NULL
+    OR module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 )
+-- space_totals holds each module's and space's slice sums, computed at ingest
 SELECT
   t.module_id,
   m.module_name,
@@ -33,7 +38,8 @@ SELECT
     / nullif(t.slice_bytes, 0),
     2
   ) AS padding_pct
-FROM totals AS t
-JOIN modules AS m
+FROM space_totals AS t
+JOIN chosen AS m
   ON m.module_id = t.module_id
+WHERE t.slices > 0
 ORDER BY padding_bytes DESC, m.module_name, t.module_id, t.color

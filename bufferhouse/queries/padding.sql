@@ -16,17 +16,22 @@
 -- column expansion: size / logical_bytes (NULL for empty shapes).
 -- column op_name: Framework op name.
 -- note: Padding is tile padding on TPU (minor dimension to 128, second-minor to 8) and dynamic-shape metadata (4 bytes per dimension) on CPU/GPU.
-WITH wanted AS (
-  SELECT module_id FROM module_keys WHERE key = $module
-),
--- padded_values: the values with size > logical_bytes and their names,
--- found at ingest; read scoped to the module: see queries/__init__.py
-scoped AS (
-  SELECT * FROM padded_values WHERE $module IS NULL
-  UNION ALL
-  SELECT * FROM padded_values
-  WHERE module_id IN (SELECT module_id FROM wanted)
+WITH chosen AS (
+  -- the module selector: see queries/__init__.py
+  SELECT module_id, module_name
+  FROM modules
+  WHERE
+    $module IS NULL
+    OR module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 )
+-- padded_values: the values with size > logical_bytes and their names, found
+-- at ingest
 SELECT
   p.module_id,
   m.module_name,
@@ -41,8 +46,8 @@ SELECT
   p.padding_bytes,
   round(p.size / nullif(p.logical_bytes, 0), 2) AS expansion,
   p.op_name
-FROM scoped AS p
-JOIN modules AS m
+FROM padded_values AS p
+JOIN chosen AS m
   ON m.module_id = p.module_id
 ORDER BY p.padding_bytes DESC, m.module_name, p.module_id, p.value_id
 LIMIT $top

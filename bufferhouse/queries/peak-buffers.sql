@@ -22,7 +22,17 @@
 -- note: See the heap_peak_values view for which values are listed.
 -- example: bufferhouse query peak-buffers --param module=jit_train_step
 WITH wanted AS (
-  SELECT module_id FROM module_keys WHERE key = $module
+  -- the module selector: see queries/__init__.py
+  SELECT module_id
+  FROM modules
+  WHERE
+    module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
 ),
 -- each large table is read scoped to the module: see queries/__init__.py;
 -- heap_peak_buffers holds the heap_peak_values rows, computed at ingest
