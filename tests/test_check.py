@@ -19,7 +19,8 @@ DAMAGE = [
     (
         "derived row stale",
         "UPDATE space_totals SET temp_bytes = temp_bytes + 1"
-        " WHERE module_id = (SELECT min(module_id) FROM modules)",
+        " WHERE module_id = (SELECT min(module_id) FROM space_totals"
+        " WHERE module_id IN (SELECT module_id FROM space_totals GROUP BY 1 HAVING count(*) = 1))",
         "derived values",
         "space_totals: 2 rows differ from a recomputation",
     ),

@@ -49,7 +49,9 @@ def test_ingest_reports_failures_and_loads_the_rest(tmp_path, scratch):
 
 
 def test_strict_stops_at_first_failure(tmp_path, scratch):
-    (scratch / "000_broken-buffer-assignment.txt").write_text("garbage\n")
+    # The largest module is parsed first, so the broken one is made the largest.
+    largest = max(p.stat().st_size for p in scratch.rglob("*.txt"))
+    (scratch / "000_broken-buffer-assignment.txt").write_text("garbage\n" * (largest // 8 + 1))
     result = run("ingest", scratch, "--db", tmp_path / "w.duckdb", "--strict", "-j", "1", "-q")
     assert result.exit_code == 1
     assert "stopped at the first failure" in result.stderr

@@ -48,6 +48,16 @@ def test_the_largest_modules_are_parsed_first(tree):
     assert sizes == sorted(sizes, reverse=True)
 
 
+def test_one_process_also_writes_the_largest_module_first(tree, tmp_path):
+    db = tmp_path / "one.duckdb"
+    assert bufferhouse.ingest([tree], db=db, jobs=1).ok
+    with bufferhouse.connect(db) as con:
+        stems = [r[0] for r in con.execute("SELECT file_stem FROM modules ORDER BY module_id").fetchall()]
+    size = {files.stem: _input_bytes_of(files) for files in discover([tree])}
+    assert "jit_large" in stems[0]
+    assert [size[s] for s in stems] == sorted(size.values(), reverse=True)
+
+
 def test_results_come_in_completion_order(tree):
     groups = discover([tree])
     order = [files.stem for files, _ in parse_in_workers(groups, 2, frozenset(), None)]
