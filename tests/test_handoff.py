@@ -47,6 +47,18 @@ def test_tables_come_back_identical_and_the_file_goes(shared):
     assert not os.path.exists(directory)
 
 
+def test_tables_larger_than_the_write_buffer_come_back_identical(shared):
+    big = pa.table({"text": [f"fusion.{i} = f32[8,128] add(a, b)" for i in range(200_000)]})
+    assert big.nbytes > 4 * handoff._BUFFER
+    tables = {"small": pa.table({"x": [1, 2, 3]}), "big": big, "after": pa.table({"y": ["z"]})}
+    directory = handoff.make_directory()
+    back = handoff.receive(handoff.ship(tables, directory))
+    assert list(back) == list(tables)
+    for name, table in tables.items():
+        assert back[name].equals(table), name
+    handoff.remove_directory(directory)
+
+
 def test_without_a_directory_the_tables_travel_in_band(shared):
     tables = _module_tables()
     assert handoff.ship(tables, None) is tables
