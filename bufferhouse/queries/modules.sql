@@ -24,7 +24,10 @@
 WITH chosen AS (
   -- the module selector; each large table is read scoped to the chosen
   -- modules: see queries/__init__.py
-  SELECT module_id
+  SELECT
+    module_id, module_name, module_number, backend, format_era,
+    allocation_count, value_count, total_bytes, logical_peak_bytes,
+    heap_peak_bytes
   FROM modules
   WHERE
     (
@@ -84,9 +87,7 @@ SELECT
   CAST(coalesce(c.constant_bytes, 0) AS BIGINT) AS constant_bytes,
   CAST(coalesce(c.thread_local_bytes, 0) AS BIGINT) AS thread_local_bytes,
   CAST(coalesce(c.temp_bytes, 0) AS BIGINT) AS temp_bytes
-FROM modules AS m
-JOIN chosen AS s
-  ON s.module_id = m.module_id
+FROM chosen AS m
 LEFT JOIN cats AS c
   ON c.module_id = m.module_id
 LEFT JOIN labelled AS l
