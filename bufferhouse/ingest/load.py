@@ -48,6 +48,9 @@ def _module_ids(module_id: int, rows: int) -> pa.Array:
 #: many rows at a time, not whole.
 INSERT_BATCH_ROWS = 1 << 16
 
+#: A table to sort up to this size is joined into one chunk first (a copy).
+COMBINE_BYTES = 64 << 20
+
 
 def stored_order(table_name: str, data: pa.Table) -> np.ndarray | None:
     """Row order that sorts `data` module by module as its table declares for storage
@@ -64,6 +67,10 @@ def _batches(data: pa.Table, order: np.ndarray | None, rows: int) -> Iterator[pa
     if order is None:
         yield from data.to_batches(rows)
         return
+    if data.nbytes <= COMBINE_BYTES:
+        # A batch of small modules is a chunk per module: taking from each of
+        # hundreds of chunks, column by column, cost more than the copy.
+        data = data.combine_chunks()
     starts = [_chunk_starts(column) for column in data.columns]
     for at in range(0, data.num_rows, rows):
         where = order[at : at + rows]
