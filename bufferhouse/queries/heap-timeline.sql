@@ -78,9 +78,15 @@ live AS (
     t.hi
   FROM temp_values AS t, range(t.start_time, t.end_time + 1) AS s(range)
 ),
+-- the union of the live byte ranges of each allocation at each step: sorted
+-- by lo, a range adds what reaches past the highest hi before it (`reach`),
+-- as that part alone is not covered by the ranges before it
 ordered AS (
   SELECT
-    *,
+    module_id,
+    time,
+    lo,
+    hi,
     max(hi) OVER (
       PARTITION BY module_id, time, allocation_index
       ORDER BY lo, hi, value_id
@@ -88,24 +94,13 @@ ordered AS (
     ) AS reach
   FROM live
 ),
-islands AS (
-  SELECT
-    *,
-    sum(CASE WHEN reach IS NULL OR lo > reach THEN 1 ELSE 0 END) OVER (
-      PARTITION BY module_id, time, allocation_index
-      ORDER BY lo, hi, value_id
-      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
-    ) AS island
-  FROM ordered
-),
-merged AS (
-  SELECT module_id, time, allocation_index, island, max(hi) - min(lo) AS bytes
-  FROM islands
-  GROUP BY module_id, time, allocation_index, island
-),
 temp_by_time AS (
-  SELECT module_id, time, CAST(sum(bytes) AS BIGINT) AS temp_bytes
-  FROM merged
+  SELECT
+    module_id,
+    time,
+    CAST(sum(greatest(hi - greatest(lo, coalesce(reach, lo)), 0)) AS BIGINT)
+      AS temp_bytes
+  FROM ordered
   GROUP BY module_id, time
 )
 SELECT
