@@ -61,6 +61,18 @@ placed AS (
     ON s.module_id = t.module_id
     AND s.allocation_index = t.allocation_index
   WHERE t.pick = 1
+),
+-- the rows of the placed values and of their instructions only (a module has
+-- tens of thousands): semi-joins, whose hash table is always the small side
+vals AS (
+  SELECT
+    v.module_id, v.value_id, v.instruction, v.shape_index, v.logical_bytes,
+    v.shape
+  FROM hlo_values AS v
+  WHERE EXISTS (
+    SELECT 1 FROM placed AS p
+    WHERE p.module_id = v.module_id AND p.value_id = v.value_id
+  )
 )
 SELECT
   p.module_id,
@@ -81,22 +93,24 @@ SELECT
   i.opcode,
   i.op_name
 FROM placed AS p
-JOIN (
-  SELECT module_id, value_id, instruction, shape_index, logical_bytes, shape
-  FROM hlo_values
-  WHERE module_id IN (SELECT module_id FROM chosen)
-) AS v
+JOIN vals AS v
   ON v.module_id = p.module_id AND v.value_id = p.value_id
 LEFT JOIN (
-  SELECT module_id, instruction, opcode, op_name
-  FROM instructions
-  WHERE module_id IN (SELECT module_id FROM chosen)
+  SELECT i.module_id, i.instruction, i.opcode, i.op_name
+  FROM instructions AS i
+  WHERE EXISTS (
+    SELECT 1 FROM vals AS w
+    WHERE w.module_id = i.module_id AND w.instruction = i.instruction
+  )
 ) AS i
   ON i.module_id = p.module_id AND i.instruction = v.instruction
 LEFT JOIN (
-  SELECT module_id, value_id, start_time, end_time
-  FROM live_ranges
-  WHERE module_id IN (SELECT module_id FROM chosen)
+  SELECT l.module_id, l.value_id, l.start_time, l.end_time
+  FROM live_ranges AS l
+  WHERE EXISTS (
+    SELECT 1 FROM placed AS p
+    WHERE p.module_id = l.module_id AND p.value_id = l.value_id
+  )
 ) AS lr
   ON lr.module_id = p.module_id AND lr.value_id = p.value_id
 ORDER BY p.module_id, p.byte_offset, start_time, p.value_id
