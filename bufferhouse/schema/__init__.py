@@ -6,6 +6,8 @@ markdown reference all come from the same declarations.
 
 from __future__ import annotations
 
+import functools
+
 import pyarrow as pa
 
 from bufferhouse.schema.tables import (
@@ -56,7 +58,10 @@ def arrow_type(duckdb_type: str) -> pa.DataType:
     return _SCALARS[duckdb_type]
 
 
+@functools.cache
 def arrow_schema(table: Table) -> pa.Schema:
+    """Built once per table: the parse asks for a dozen per module, and building one
+    took longer than parsing a small module's allocations."""
     return pa.schema(
         [pa.field(c.name, arrow_type(c.type), nullable=c.nullable) for c in table.columns]
     )
