@@ -230,6 +230,20 @@ def test_directory_symlink_loop(tmp_path):
     assert _rows(db, "SELECT count(*) FROM modules") == [(1,)]
 
 
+def test_a_file_reached_by_several_names_is_one_module(tmp_path):
+    root = tmp_path / "dumps"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    (root / "c").mkdir()
+    shutil.copy(SAMPLE, root / "a")
+    (root / "b" / SAMPLE.name).symlink_to(root / "a" / SAMPLE.name)
+    os.link(root / "a" / SAMPLE.name, root / "c" / SAMPLE.name)
+    report, db = _ingest(root)
+    assert [o.files.stem for o in report.outcomes] == [SAMPLE.stem]
+    assert [o.files.directory for o in report.outcomes] == [str(root / "a")]
+    assert _rows(db, "SELECT count(*) FROM modules") == [(1,)]
+
+
 def test_unreadable_entries_are_named(tmp_path):
     """As root every permission bit is ignored, so the entries that cannot be read
     are links: one to nothing, and one that points at itself."""
