@@ -52,7 +52,11 @@ query tests `modules` with
 which DuckDB folds for the bound value: the hash prefix is compared only for a
 value of 12 characters, and an id's text only for the module with that id (the
 TRY_CAST of a name is NULL). It means what module_keys means; tests hold every
-query to this text and the text to the view.
+query to this text and the text to the view. The planner estimates an OR at a
+fifth of the modules, so joins after it may build their hash tables on a
+module's whole text tables; where a query needs a few rows of them (arena),
+it reads them through EXISTS semi-joins on those rows, which always build on
+the subquery.
 """
 
 from __future__ import annotations
