@@ -405,11 +405,11 @@ class PartWriter(ModuleBuffer):
             for m in batch.present_labels
             for k, v in self.labels
         ]
-        for table in MODULE_TABLES:
-            if table.name in batch.tables:
-                self._write(table.name, batch.tables[table.name], name)
+        tables = {t.name: batch.pop_table(t.name) for t in MODULE_TABLES if t.name in batch.tables}
+        for table_name, data in tables.items():
+            self._write(table_name, [data], name)
         if batch.modules:
-            for table_name, rows in _derived_parts(batch.tables).items():
+            for table_name, rows in _derived_parts(tables).items():
                 if rows.num_rows:
                     self._write(table_name, [rows], name)
         if label_rows:
@@ -436,11 +436,11 @@ class PartWriter(ModuleBuffer):
         self.files_written += 1
 
 
-def _derived_parts(parts: dict[str, list[pa.Table]]) -> dict[str, pa.Table]:
+def _derived_parts(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The derived tables of a batch's modules, by the warehouse writer's statements."""
     from bufferhouse.ingest.derive import derived_tables
 
-    return derived_tables({name: pa.concat_tables(p) for name, p in parts.items()})
+    return derived_tables(tables)
 
 
 def ingest_to_parquet(
