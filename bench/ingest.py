@@ -17,7 +17,9 @@ peak RSS of the ingest process tree (parent + parser workers, sampled from
 /proc every 20 ms, summed), the CPU seconds of that tree (user + system, read
 at the same samples) and how many cores it kept busy on average (CPU / wall:
 on a shared machine CPU time moves far less with the load than wall time),
-warehouse bytes per MB of text, and in the same
+the host probe (a fixed Python loop timed before and after the run: the VM's
+host changes its speed by up to 2x within minutes, which no load average
+shows), warehouse bytes per MB of text, and in the same
 run DuckDB's rate for merely reading the same files' lines (read_csv with one
 VARCHAR column) and the ratio of the two. The fleet is ingested with default
 settings, with --jobs 1 and --jobs 2, and a quarter of it again, to show that
@@ -211,6 +213,8 @@ class Run:
     #: CPU seconds (user + system) of the process tree: the last reading of each
     #: process, sampled with RSS, so each misses at most its last 20 ms.
     cpu_seconds: float = 0.0
+    #: Seconds of the host probe (a fixed loop), mean of before and after the run.
+    probe_seconds: float = 0.0
 
     @property
     def mb_s(self) -> float:
@@ -223,6 +227,21 @@ class Run:
     @property
     def cores_busy(self) -> float:
         return self.cpu_seconds / self.seconds
+
+
+def host_probe() -> float:
+    """CPU seconds of a fixed single-threaded Python loop (about 0.5 s on a quiet host).
+
+    The bench machine is a VM on a shared host: the same loop took 0.58-1.12 s
+    within minutes, with nothing else running in the VM and no steal time, and
+    an ingest's CPU seconds moved with it. Each run carries the probe taken
+    around it, so runs are compared on equal hosts (or scaled by the probe).
+    """
+    started = time.process_time()
+    total = 0
+    for k in range(3_000_000):
+        total += k * k
+    return time.process_time() - started
 
 
 def ingest(
@@ -243,6 +262,7 @@ def ingest(
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     log(f"{label}: {' '.join(cmd[:2])} ... ({text_bytes / 1e6:.0f} MB, {modules} modules)")
+    probe_before = host_probe()
     started = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, killed = 0, False
@@ -269,11 +289,14 @@ def ingest(
         log(f"{label}: exit {proc.returncode}: {err[-2000:]}")
     db_bytes = sum(p.stat().st_size for p in (db, db.with_name(db.name + ".wal")) if p.exists())
     cpu = sum(ticks.values()) / _TICK
-    run = Run(label, seconds, text_bytes, modules, peak, db_bytes, proc.returncode, killed, cpu)
+    probe = (probe_before + host_probe()) / 2
+    run = Run(
+        label, seconds, text_bytes, modules, peak, db_bytes, proc.returncode, killed, cpu, probe
+    )
     log(
         f"{label}: {seconds:.1f}s, {run.mb_s:.1f} MB/s, {run.modules_s:.1f} modules/s, "
-        f"RSS {peak / 2**20:.0f} MiB, CPU {cpu:.1f}s ({run.cores_busy:.2f} cores busy)"
-        + (" (killed at the RSS limit)" if killed else "")
+        f"RSS {peak / 2**20:.0f} MiB, CPU {cpu:.1f}s ({run.cores_busy:.2f} cores busy), "
+        f"host probe {probe:.2f}s" + (" (killed at the RSS limit)" if killed else "")
     )
     return run
 
@@ -362,7 +385,7 @@ def _row(run: Run, duck_s: float | None) -> str:
     return (
         f"| {run.label}{status} | {run.text_bytes / 1e6:,.0f} | {run.modules:,} | "
         f"{run.seconds:,.1f} | {run.mb_s:,.1f} | {run.modules_s:,.3g} | "
-        f"{run.cpu_seconds:,.1f} | {run.cores_busy:.2f} | "
+        f"{run.cpu_seconds:,.1f} | {run.cores_busy:.2f} | {run.probe_seconds:.2f} | "
         f"{run.rss_peak / 2**20:,.0f} | {run.db_bytes / run.text_bytes * 1e6 / 1e6:,.3f} "
         f"({100 * run.db_bytes / run.text_bytes:.1f}%) | "
         + (f"{duck:,.0f} | {ratio} |" if duck else "- | - |")
@@ -370,9 +393,9 @@ def _row(run: Run, duck_s: float | None) -> str:
 
 
 HEADER = (
-    "| run | MB text | modules | seconds | MB/s | modules/s | CPU s | cores busy | "
+    "| run | MB text | modules | seconds | MB/s | modules/s | CPU s | cores busy | host probe s | "
     "peak RSS MiB | warehouse MB per MB text | DuckDB line read MB/s | ingest / DuckDB |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
