@@ -97,6 +97,14 @@ def test_query_to_parquet_file(samples_db, tmp_path):
     )
 
 
+def test_a_module_id_selects_its_module_as_int_or_text(samples_db):
+    with bufferhouse.connect(samples_db) as con:
+        module_id = con.execute("SELECT min(module_id) FROM modules").fetchone()[0]
+    by_int = bufferhouse.query("modules", db=samples_db, module=module_id)
+    assert by_int.num_rows == 1 and by_int["module_id"][0].as_py() == module_id
+    assert by_int.equals(bufferhouse.query("modules", db=samples_db, module=str(module_id)))
+
+
 def test_query_errors_are_messages(samples_db, tmp_path):
     result = run("query", "nope", "--db", samples_db)
     assert result.exit_code == 2

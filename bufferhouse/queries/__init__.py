@@ -150,6 +150,8 @@ class Query:
         for p in self.params:
             if p.name in given:
                 value = given[p.name]
+                if p.type == "VARCHAR" and isinstance(value, int) and not isinstance(value, bool):
+                    value = str(value)  # a module_id from a notebook selects its module
                 out[p.name] = p.convert(value) if isinstance(value, str) else value
             else:
                 out[p.name] = p.default_value
