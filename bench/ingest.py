@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import duckdb
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import synth
@@ -230,18 +231,22 @@ class Run:
 
 
 def host_probe() -> float:
-    """CPU seconds of a fixed single-threaded Python loop (about 0.5 s on a quiet host).
+    """Seconds of a fixed single-threaded workload: a Python loop (CPU) and 1 GB of
+    array copies (memory), about 0.5 s on a quiet host.
 
-    The bench machine is a VM on a shared host: the same loop took 0.58-1.12 s
+    The bench machine is a VM on a shared host: the loop alone took 0.58-1.12 s
     within minutes, with nothing else running in the VM and no steal time, and
     an ingest's CPU seconds moved with it. Each run carries the probe taken
     around it, so runs are compared on equal hosts (or scaled by the probe).
     """
-    started = time.process_time()
+    started = time.perf_counter()
     total = 0
     for k in range(3_000_000):
         total += k * k
-    return time.process_time() - started
+    block = np.ones(32 << 20, dtype=np.int64)  # 256 MB
+    for _ in range(4):
+        block.copy()
+    return time.perf_counter() - started
 
 
 def ingest(
@@ -422,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     WORK.mkdir(exist_ok=True)
     limit = int(args.rss_limit_gb * 2**30)
     info = machine()
+    host_probe()  # warm: the first run pays numpy's first large allocation
     results: dict = {"machine": info, "runs": []}
     rows = []
 
