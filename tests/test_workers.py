@@ -107,3 +107,16 @@ def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
     assert proc.returncode == 0, stderr
     assert _snapshot(db) == want
     assert check_warehouse(db).ok
+
+
+def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch):
+    ingest_stage = sys.modules["bufferhouse.ingest"]  # the stage; bufferhouse.ingest is the API
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    groups = discover([tree])
+    assert len(groups) < ingest_stage.PARALLEL_MIN_MODULES
+    assert ingest_stage.parser_processes(groups, None) == 1  # a few small modules
+    assert ingest_stage.parser_processes(groups, 3) == 3  # as asked
+    many = groups * (ingest_stage.PARALLEL_MIN_MODULES // len(groups) + 1)
+    assert ingest_stage.parser_processes(many, None) == 4
+    monkeypatch.setattr(ingest_stage, "PARALLEL_MIN_BYTES", 1)
+    assert ingest_stage.parser_processes(groups, None) == 4
