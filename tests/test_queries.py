@@ -39,6 +39,14 @@ def test_there_are_queries_and_views():
     assert {"module_keys", "value_facts", "heap_peak_values"} <= {v.name for v in queries.views()}
 
 
+def test_a_stray_header_comment_is_an_error_and_an_indented_one_continues():
+    head = "-- name: q\n-- description: One.\n-- note: Starts here\n"
+    q = queries.parse_query_file(head + "--   and goes on.\nSELECT 1\n", "q.sql")
+    assert q.notes == ("Starts here and goes on.",)
+    with pytest.raises(QueryError, match=r"q.sql:4: header line is neither a field"):
+        queries.parse_query_file(head + "-- derived: what it reads\nSELECT 1\n", "q.sql")
+
+
 @pytest.mark.parametrize(
     "query", ALL + queries.views(), ids=IDS + [v.name for v in queries.views()]
 )

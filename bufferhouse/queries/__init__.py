@@ -186,10 +186,18 @@ def _parse(text: str, source: str, kind: str) -> Query:
         m = _HEADER.match(line)
         if m:
             fields.setdefault(m.group(1), []).append(m.group(2).strip())
-        elif line.strip("- ") and fields:
-            # continuation of the previous field
+        elif line.startswith("--  ") and line.strip("- ") and fields:
+            # continuation of the previous field: indented under it
             last = list(fields)[-1]
             fields[last][-1] += " " + line.lstrip("- ").strip()
+        elif line.strip("- "):
+            # A plain comment here would silently become part of the last field's doc.
+            raise QueryError(
+                f"{source}:{i + 1}: header line is neither a field ('-- name:', "
+                "'-- description:', '-- param', '-- column', '-- note:', '-- example:') "
+                "nor an indented continuation ('--   more'); put SQL comments below "
+                f"the header's first SQL line: {line!r}"
+            )
     else:
         body_start = len(lines)
     if "name" not in fields or "description" not in fields:
