@@ -454,11 +454,14 @@ def main(argv: list[str] | None = None) -> int:
             record(two, duck_s)
             results["jobs_speedup"] = one.seconds / two.seconds
             results["jobs_cpu"] = [one.cpu_seconds, two.cpu_seconds]
-        # RSS against the number of modules: same module sizes, 1 copy vs all copies.
+        # RSS against the number of modules: same module sizes, 1 copy vs all copies,
+        # both with one parser process per core (by default 1 copy would get one
+        # process and all copies several: the RSS of different process trees).
         copies = sorted((fleet / "corpus").iterdir())
+        cores = os.cpu_count() or 1
         for subset, label in (
-            (copies[:1], "corpus, 1 copy (RSS vs module count)"),
-            (copies, f"corpus, {len(copies)} copies (RSS vs module count)"),
+            (copies[:1], f"corpus, 1 copy, --jobs {cores} (RSS vs module count)"),
+            (copies, f"corpus, {len(copies)} copies, --jobs {cores} (RSS vs module count)"),
         ):
             sfiles = dump_files(subset)
             run = ingest(
@@ -467,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
                 db,
                 sum(f.stat().st_size for f in sfiles),
                 count_modules(sfiles),
-                None,
+                cores,
                 limit,
             )
             record(run, duckdb_read(sfiles))
