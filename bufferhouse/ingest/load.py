@@ -147,12 +147,9 @@ def _diagnostic_rows(
 UNASSIGNED_MODULE_ID = 0
 
 
-def with_module_id(data: pa.Table, module_id: int, ids: pa.Array | None = None) -> pa.Table:
-    """`data` with its first column (module_id) set to `module_id`: one constant array, cheap
-    (`ids`, a longer one of the module's, is sliced rather than a new one made)."""
-    if ids is None:
-        ids = _module_ids(module_id, data.num_rows)
-    return data.set_column(0, data.schema.field(0), ids.slice(0, data.num_rows))
+def with_module_id(data: pa.Table, module_id: int) -> pa.Table:
+    """`data` with its first column (module_id) set to `module_id`: one constant array, cheap."""
+    return data.set_column(0, data.schema.field(0), _module_ids(module_id, data.num_rows))
 
 
 @dataclass
@@ -160,10 +157,8 @@ class Batch:
     """Whole modules buffered for one write, and the batch's other rows."""
 
     modules: list[dict] = field(default_factory=list)
-    #: Each table's parts, one per module, as parsed (module_id not yet set) ...
-    tables: dict[str, list[pa.Table]] = field(default_factory=dict)
-    #: ... and the module_id of each part.
-    table_ids: dict[str, list[int]] = field(default_factory=dict)
+    #: Each table's parts, one per module: (module_id, rows as parsed, module_id not set).
+    tables: dict[str, list[tuple[int, pa.Table]]] = field(default_factory=dict)
     diagnostics: list[dict] = field(default_factory=list)
     #: Modules already held that this run labels.
     present_labels: list[int] = field(default_factory=list)
@@ -177,7 +172,7 @@ class Batch:
         """A table's rows of every module in the batch, module_id set, as one table; the
         batch lets go of them. The ids are set once per table and batch: set module by
         module, they cost a millisecond per module in the parent process."""
-        parts, ids = self.tables.pop(name), self.table_ids.pop(name)
+        ids, parts = zip(*self.tables.pop(name))
         counts = [part.num_rows for part in parts]
         data = pa.concat_tables(parts)
         del parts
@@ -229,8 +224,7 @@ class ModuleBuffer:
         )
         for name, data in tables.items():
             if data.num_rows:
-                batch.tables.setdefault(name, []).append(data)
-                batch.table_ids.setdefault(name, []).append(module_id)
+                batch.tables.setdefault(name, []).append((module_id, data))
                 batch.rows += data.num_rows
         tables.clear()
         batch.diagnostics += _diagnostic_rows(self.run_id, module_id, warnings, "warning")
