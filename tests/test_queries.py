@@ -159,15 +159,7 @@ def test_module_selector_forms(samples_db):
 
 # --- the module selector: module_keys' rule, as each query writes it ----------
 
-#: What every query with a `module` parameter tests `modules` with (queries/__init__.py).
-MODULE_SELECTOR = """
-    module_name = $module
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
-    )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)"""
+MODULE_SELECTOR = queries.MODULE_SELECTOR
 MODULE_QUERIES = [q for q in ALL if "module" in {p.name for p in q.params}]
 
 

@@ -39,17 +39,8 @@ view module_keys gives for it. The queries do not read that view: a filter on
 its computed keys (CAST(module_id AS VARCHAR), substr(content_hash, 1, 12))
 is evaluated for every module, and hashes them into a set, which took 4-9 ms
 on 23,104 modules, more than the rest of most one-module queries. Instead each
-query tests `modules` with
-
-    module_name = $module
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
-    )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
-
-which DuckDB folds for the bound value: the hash prefix is compared only for a
+query tests `modules` with MODULE_SELECTOR (below), which DuckDB folds for the
+bound value: the hash prefix is compared only for a
 value of 12 characters, and an id's text only for the module with that id (the
 TRY_CAST of a name is NULL). It means what module_keys means; tests hold every
 query to this text and the text to the view. The planner estimates an OR at a
@@ -72,6 +63,18 @@ import pyarrow as pa
 
 from bufferhouse.errors import QueryError
 from bufferhouse.schema import quote_identifier, sql_string
+
+#: What every query with a `module` parameter tests `modules` with, written out in
+#: each query (a view cannot take the parameter; see the module docstring). The
+#: tests hold each query to this text and this text to the module_keys view.
+MODULE_SELECTOR = """
+    module_name = $module
+    OR file_stem = $module
+    OR (
+      module_id = TRY_CAST($module AS BIGINT)
+      AND CAST(module_id AS VARCHAR) = $module
+    )
+    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)"""
 
 _HEADER = re.compile(r"--\s?(name|description|param|column|note|example)(?::\s?|\s+)(.*)$")
 _PARAM = re.compile(r"(\w+) (\w+(?:\[\])?) = (.+?): (.+)$")
