@@ -16,6 +16,7 @@ import click
 
 import bufferhouse
 from bufferhouse.errors import BufferhouseError
+from bufferhouse.ingest import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES
 from bufferhouse.schema.warehouse import ENV_DB
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
@@ -59,7 +60,11 @@ def main() -> None:
     "--jobs",
     type=click.IntRange(min=1),
     default=None,
-    help="Parser processes (default: all cores, or one for less than 32 MiB of dumps).",
+    help=(
+        "Parser processes (default: all cores; one for fewer than "
+        f"{PARALLEL_MIN_MODULES} modules holding less than "
+        f"{PARALLEL_MIN_BYTES >> 20} MiB of dumps)."
+    ),
 )
 @click.option(
     "--wait",

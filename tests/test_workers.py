@@ -120,3 +120,14 @@ def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch
     assert ingest_stage.parser_processes(many, None) == 4
     monkeypatch.setattr(ingest_stage, "PARALLEL_MIN_BYTES", 1)
     assert ingest_stage.parser_processes(groups, None) == 4
+
+
+def test_the_help_states_the_default_from_its_thresholds():
+    from click.testing import CliRunner
+
+    from bufferhouse.cli import main
+
+    ingest_stage = sys.modules["bufferhouse.ingest"]
+    out = CliRunner().invoke(main, ["ingest", "--help"], terminal_width=200).output
+    assert f"one for fewer than {ingest_stage.PARALLEL_MIN_MODULES} modules" in out
+    assert f"less than {ingest_stage.PARALLEL_MIN_BYTES >> 20} MiB of dumps" in out
