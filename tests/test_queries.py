@@ -363,3 +363,25 @@ def test_largest_values_cut_through_ties_like_the_view(fleet_db):
                 if want and len(longer) > top and longer[top][7] == want[-1][7]:
                     cut_ties += longer[top][0] != want[-1][0]
         assert cut_ties > 10
+
+
+def test_fragmentation_top_keeps_the_first_rows_of_all(fleet_db):
+    """`top` cuts the list where the full list (top NULL) has those rows, ties included."""
+    everything = bufferhouse.query("fragmentation", db=fleet_db, top=None).to_pylist()
+    assert len(everything) > 120  # more than the default keeps
+    default = bufferhouse.query("fragmentation", db=fleet_db).to_pylist()
+    assert default == everything[:100]
+    for top in (0, 1, 7, 40):
+        got = bufferhouse.query("fragmentation", db=fleet_db, top=top).to_pylist()
+        assert got == everything[:top], top
+
+
+def test_null_as_text_is_null_for_numbers_only(samples_db):
+    """`--param top=NULL` asks for every row; a module named NULL stays a name."""
+    q = queries.get("fragmentation")
+    assert q.bind({"top": "NULL"})["top"] is None
+    assert q.bind({"top": " null "})["top"] is None
+    assert q.bind({"module": "NULL"})["module"] == "NULL"
+    everything = bufferhouse.query("fragmentation", db=samples_db, top=None)
+    assert bufferhouse.query("fragmentation", db=samples_db, top="NULL") == everything
+    assert bufferhouse.query("fragmentation", db=samples_db, module="NULL").num_rows == 0

@@ -90,7 +90,13 @@ class Param:
     doc: str
 
     def convert(self, text: str) -> object:
-        """A --param value given as text, converted to the declared type."""
+        """A --param value given as text, converted to the declared type.
+
+        `NULL` (any case) gives NULL for a number or boolean, which no such value spells:
+        how a shell user asks for `top` NULL (all rows) or resets a parameter to NULL.
+        """
+        if self.type != "VARCHAR" and text.strip().upper() == "NULL":
+            return None
         if self.type in ("INTEGER", "BIGINT"):
             try:
                 return int(text)

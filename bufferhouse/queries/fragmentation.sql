@@ -1,6 +1,7 @@
 -- name: fragmentation
 -- description: Per temp allocation: its size, the most bytes in use at once, and the waste between them.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for all.
+-- param top INTEGER = 100: How many allocations, most waste first; NULL for all.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column allocation_index: The preallocated-temp allocation.
@@ -45,3 +46,4 @@ JOIN chosen AS m
   ON m.module_id = a.module_id
 WHERE a.is_preallocated_temp
 ORDER BY waste_bytes DESC NULLS LAST, m.module_rank, a.allocation_index
+LIMIT $top

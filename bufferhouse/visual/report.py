@@ -158,7 +158,8 @@ def gather(
 
     padding = [r for r in _in_scope(_rows(con, "padding-by-module"), scope) if r["padding_bytes"]]
     padding = padding[:rows]
-    fragmentation = [r for r in _in_scope(_rows(con, "fragmentation"), scope) if r["waste_bytes"]]
+    fragmentation = _rows(con, "fragmentation", top=None)  # then scoped: all of them
+    fragmentation = [r for r in _in_scope(fragmentation, scope) if r["waste_bytes"]]
     fragmentation = fragmentation[:rows]
     named = module_refs(con, [r["module_id"] for r in padding + fragmentation])
     for r in top_modules + padding + fragmentation:
