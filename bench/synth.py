@@ -45,7 +45,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1246,6 +1246,42 @@ class Result:
     seconds: float
 
 
+def glue(lines: Iterable[str]) -> Iterator[str]:
+    """A combined dump's lines (newlines kept) as XLA printed them from 2024-01-16 to
+    2024-11-01 (jax 0.4.24-0.4.35): no newline after a from instruction text, so the
+    next value's header follows on the same line, and one blank line, not two,
+    after the last text. A text that runs on over several lines is left as it is."""
+    held = None  # a from instruction line, newline dropped, waiting for the next line
+    drop_blank = False
+    for line in lines:
+        if held is not None:
+            if line.startswith("<"):
+                yield held + line
+                held = None
+                continue
+            yield held + "\n"
+            drop_blank = line == "\n"
+            held = None
+        if drop_blank:
+            drop_blank = False
+            if line == "\n":
+                continue
+        if line.startswith(" from instruction:") and line.endswith("\n"):
+            held = line[:-1]
+            continue
+        yield line
+    if held is not None:
+        yield held + "\n"
+
+
+def glue_file(path: Path) -> None:
+    """Rewrite a combined -buffer-assignment.txt in place as `glue` prints it."""
+    tmp = path.with_name(path.name + ".glued")
+    with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as out:
+        out.writelines(glue(src))
+    os.replace(tmp, path)
+
+
 def synthesize(
     out_dir: str | os.PathLike[str],
     mb: float,
@@ -1255,8 +1291,10 @@ def synthesize(
     name: str | None = None,
     number: int = 0,
     log=None,
+    glued: bool = False,
 ) -> Result:
-    """Write one tiled module of about `mb` MB (10**6 bytes) into out_dir."""
+    """Write one tiled module of about `mb` MB (10**6 bytes) into out_dir; `glued`:
+    its buffer assignment as the 2024 releases printed it (see `glue`)."""
     started = time.monotonic()
     out = Path(out_dir)
     if seeds is None:
@@ -1273,6 +1311,10 @@ def synthesize(
     stem_tail = seeds[0].stem.split(".")[-1] if seeds[0].stem.startswith("module_") else None
     stem = f"module_{number:04d}.{name}.{stem_tail or 'cpu_after_optimizations'}"
     paths = write_module(p, out, stem)
+    if glued:
+        if seeds[0].layout != "combined":
+            raise SystemExit("synth: --glued needs a combined layout (combined or stacktrace)")
+        glue_file(paths["-buffer-assignment.txt"])
     nbytes = sum(v.stat().st_size for k, v in paths.items() if k != ".txt")
     return Result(
         paths,
@@ -1292,6 +1334,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", action="append", help="seed path substring (repeatable)")
     ap.add_argument("--name", default=None, help="module name in the file names")
     ap.add_argument("--number", type=int, default=0, help="module number in the file names")
+    ap.add_argument(
+        "--glued",
+        action="store_true",
+        help="print Used values as XLA did from 2024-01-16 to 2024-11-01 (headers glued to texts)",
+    )
     args = ap.parse_args(argv)
     res = synthesize(
         args.out_dir,
@@ -1301,6 +1348,7 @@ def main(argv: list[str] | None = None) -> int:
         name=args.name,
         number=args.number,
         log=lambda m: print(m, file=sys.stderr),
+        glued=args.glued,
     )
     print(
         f"{res.bytes / 1e6:.1f} MB in {res.copies} copies of {res.seeds} seed(s), "

@@ -235,3 +235,33 @@ def test_stack_trace_tree(synth_db):
             assert remaining == total - running
             assert abs(pct - round(100 * node_total / total, 1)) < 0.051
             assert node_total == current + children.get(ordinal, 0)
+
+
+def test_a_glued_module_reads_as_the_same_module(tmp_path, monkeypatch):
+    """`--glued` prints a module as XLA did from 2024-01-16 to 2024-11-01. The
+    vectorized scanner reads it, in chunks that cut it anywhere, into the rows of
+    the same module printed with newlines, and it ingests without a diagnostic."""
+    from bufferhouse.ingest import vector
+    from bufferhouse.ingest.parse import parse_module
+
+    plain = synth.synthesize(tmp_path / "plain", 1.0, "stacktrace", name="jit_glued")
+    glued = synth.synthesize(tmp_path / "glued", 1.0, "stacktrace", name="jit_glued", glued=True)
+    ba = glued.paths["-buffer-assignment.txt"]
+    assert ba.read_text().count(" from instruction: %") > 1000
+    assert ba.read_text().count("\n<") == 1
+
+    def files(result):
+        return [
+            (role, str(result.paths[suffix]))
+            for suffix, role in synth._ROLES
+            if suffix in result.paths
+        ]
+
+    monkeypatch.setattr(vector, "_CHUNK", 1 << 16)
+    assert vector.scan(files(glued)) is not None
+    rows = parse_module(files(glued), vector_min_bytes=0).rows()
+    assert rows == parse_module(files(plain), accelerate=False).rows()
+    report = bufferhouse.ingest([tmp_path / "glued"], db=tmp_path / "g.duckdb", jobs=1)
+    assert report.ok and len(report.loaded) == 1
+    with _con(tmp_path / "g.duckdb") as con:
+        assert con.execute("SELECT count(*) FROM diagnostics").fetchone()[0] == 0

@@ -4,12 +4,14 @@ size). Same rows, same facts, same warnings, same errors."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bench import synth
 from bufferhouse.errors import DumpError
 from bufferhouse.ingest import discover, vector
 from bufferhouse.ingest.discover import ModuleFiles
@@ -53,13 +55,58 @@ def test_the_vectorized_scanner_reads_files_in_any_chunks(monkeypatch, chunk):
         assert _outcome(files, "vector") == _outcome(files, "lines")
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 24])
+def test_the_vectorized_scanner_reads_glued_used_values(tmp_path, monkeypatch, chunk):
+    """2024-01-16 .. 2024-11-01 dumps (each value's header glued to the previous
+    from instruction text) are read by the vectorized scanner too, in any chunks,
+    and give the rows, facts and features of the same dump printed with newlines."""
+    monkeypatch.setattr(vector, "_CHUNK", chunk)
+    for sample in sorted(SAMPLES.glob("*.txt")):
+        glued = tmp_path / sample.name
+        glued.write_text("".join(synth.glue(io.StringIO(sample.read_text()))))
+        assert glued.read_text().count("\n<") == 1  # only the first header starts a line
+        files = ModuleFiles(str(tmp_path), glued.stem, buffer_assignment=str(glued))
+        original = ModuleFiles(str(sample.parent), sample.stem, buffer_assignment=str(sample))
+        assert vector.scan(files.dump_files()) is not None, sample.name
+        got = _outcome(files, "vector")
+        assert got == _outcome(files, "lines")
+        assert got[:5] == _outcome(original, "lines")[:5]
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ('op_name="args[0]"}', 'op_name="jit(<lambda>)/args[0]"}'),  # a '<' in the text
+        ('op_name="args[0]"}', 'op_name="<7 x @0>"}'),  # a header-like string in the text
+        ('op_name="args[0]"}', 'op_name="args[0]"}, x=<1 a>'),  # ends in '>' before the header
+        ("parameter(0)", "parameter(0)<"),  # a '<' before the header
+        (" from instruction: %Arg_0.1", " from instruction:  %Arg_0.1"),  # two spaces: not glued
+        (" from instruction: %Arg_0.1", " from instruction: Arg_0.1"),  # no '%': not glued
+        ("<271 Arg_1.2 @0>", "<271 Arg_1.2{} (phi) @0>"),  # a phi header with an index
+        ("<271 Arg_1.2 @0>", "<271 Arg_1.2 @0> "),  # not at the line's end
+    ],
+)
+def test_glued_lines_split_as_the_reference_splits_them(tmp_path, old, new):
+    sample = sorted(SAMPLES.glob("*.txt"))[0]
+    text = "".join(synth.glue(io.StringIO(sample.read_text())))
+    assert text.count(old) >= 1
+    path = tmp_path / "g-buffer-assignment.txt"
+    path.write_text(text.replace(old, new, 1))
+    files = ModuleFiles(str(tmp_path), "g", buffer_assignment=str(path))
+    assert _outcome(files, "vector") == _outcome(files, "lines")
+
+
 def test_the_vectorized_scanner_reads_most_fixtures():
     """It must not quietly hand everything to the reference."""
     read = [g for g in GROUPS if vector.scan(g.dump_files()) is not None]
     assert len(read) > 150
 
 
-SAMPLE_LINES = [p.read_text().split("\n") for p in sorted(SAMPLES.glob("*.txt"))]
+SAMPLE_LINES = [
+    text.split("\n")
+    for p in sorted(SAMPLES.glob("*.txt"))
+    for text in (p.read_text(), "".join(synth.glue(io.StringIO(p.read_text()))))
+]
 
 
 @st.composite

@@ -27,7 +27,10 @@ _VALUE_SHORT = r"<(\d+) ([^ {}<>]+)(\{[0-9,]*\})?( \(phi\))?(?: @(\d+))?>"
 _VALUE_LINE = re.compile(r" value: " + _VALUE_SHORT + r" \(size=(\d+),offset=(\d+)\): (.*)$")
 _CROSS_LINE = re.compile(r"  value: " + _VALUE_SHORT + r" \(color=(\d+)\)$")
 _VALUE_HEADER = re.compile(_VALUE_SHORT + "$")
-_GLUED = re.compile(r"(<\d+ [A-Za-z_][A-Za-z0-9_.\-]*(?:\{[0-9,]*\})?(?: \(phi\))?(?: @\d+)?>)$")
+#: The next value's header glued to the end of a from instruction text (2024-01-16 …
+#: 2024-11-01, when XLA printed no newline after the text); vector.py reads it too.
+GLUED_HEADER = r"<\d+ [A-Za-z_][A-Za-z0-9_.\-]*(?:\{[0-9,]*\})?(?: \(phi\))?(?: @\d+)?>"
+_GLUED = re.compile(f"({GLUED_HEADER})$")
 _TOTAL = re.compile(r"Total bytes used: (\d+)(?: \(([^)]*)\))?$")
 _POSITION = re.compile(r"  ([^ ,{}]+)(?: (\{[0-9,]*\}))?$")
 _USE = re.compile(r"  ([^ ,{}]+), operand (\d+)(?: (\{[0-9,]*\}))?$")

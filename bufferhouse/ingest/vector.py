@@ -31,7 +31,7 @@ from bufferhouse.errors import DumpError
 from bufferhouse.ingest import memory, model
 from bufferhouse.ingest.model import Alloc, first_occurrences
 from bufferhouse.ingest.reader import open_dump, read_lines, split_member
-from bufferhouse.ingest.scan import _alloc_attributes, _Parser
+from bufferhouse.ingest.scan import GLUED_HEADER, _alloc_attributes, _Parser
 
 # Python's \s (str patterns) as an RE2 class, so that RE2 and `re` agree on \S.
 _SPACE = (
@@ -426,7 +426,7 @@ class _UsedBlocks:
     def __init__(self, p: _Parser) -> None:
         self.p = p
         self.carry: pa.Array | None = None  # lines of a block cut by the chunk's end
-        self.carry_at = 0
+        self.carry_lines = np.zeros(0, np.int64)  # their 0-based line indexes in the file
         self.blocks = 0
         self.parts: list[dict[str, object]] = []
         self.spaced: set[bool] = set()  # after the colon: a space, or none, in the parts read
@@ -434,19 +434,20 @@ class _UsedBlocks:
 
     def feed(self, lines: pa.Array, at: int) -> None:
         """Lines of the section; `at` is the 0-based file line index of lines[0]."""
+        lines, numbers = _unglue(lines, at + np.arange(len(lines), dtype=np.int64))
         if self.carry is not None and len(self.carry):
             lines = pa.concat_arrays([self.carry, lines])
-            at = self.carry_at
+            numbers = np.concatenate([self.carry_lines, numbers])
         block_starts = np.flatnonzero(pc.starts_with(lines, "<").to_numpy(zero_copy_only=False))
         cut = int(block_starts[-1]) if len(block_starts) else 0
-        self.carry, self.carry_at = lines[cut:], at + cut
+        self.carry, self.carry_lines = lines[cut:], numbers[cut:]
         if cut:
-            self._read(lines[:cut], at, last=False)
+            self._read(lines[:cut], numbers[:cut], last=False)
 
     def end(self) -> None:
         """The section ended: read what is left."""
         if self.carry is not None and len(self.carry):
-            self._read(self.carry, self.carry_at, last=True)
+            self._read(self.carry, self.carry_lines, last=True)
         self.carry = None
         self.ended = True
 
@@ -456,7 +457,8 @@ class _UsedBlocks:
         if self.ended and self.blocks and p.state == "used" and p.block is None:
             p.block, p.block_state = {"id": None, "text": ""}, "instr"
 
-    def _read(self, section: pa.Array, first: int, last: bool) -> None:
+    def _read(self, section: pa.Array, numbers: np.ndarray, last: bool) -> None:
+        """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
         kind = np.full(len(section), ord("x"), dtype=np.uint8)
         for code, mask in (
             ("i", pc.starts_with(section, "  ")),
@@ -501,7 +503,7 @@ class _UsedBlocks:
             {
                 "ids": ids,
                 "names": pc.cast(headers.field("name"), pa.string()),
-                "lines": first + np.flatnonzero(is_h) + 1,
+                "lines": numbers[is_h] + 1,
                 "texts": texts,
                 "positions": pa.Table.from_arrays(
                     [
@@ -568,6 +570,50 @@ class _UsedBlocks:
             "positions": pa.concat_tables([part["positions"] for part in self.parts]),
             "uses": pa.concat_tables([part["uses"] for part in self.parts]),
         }
+
+
+#: The next value's header, glued to the end of a from instruction text (scan.GLUED_HEADER).
+_GLUED_HEADER = f"^{GLUED_HEADER}$"
+
+
+def _unglue(lines: pa.LargeStringArray, numbers: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """`lines` with each glued from instruction line split in two, its text then the
+    header, as the reference splits it (scan._Parser._from_instruction), and each line's
+    file line index (the header keeps its line's).
+
+    The reference takes the leftmost header that runs to the line's end; a header holds
+    one '<', its first character, so that is the one after the line's last '<'. The
+    split lines are new offsets into the same character data: nothing is copied.
+    """
+    maybe = pc.and_(
+        pc.or_(pc.starts_with(lines, _FROM + "%"), pc.starts_with(lines, _FROM + " %")),
+        pc.ends_with(lines, ">"),
+    )
+    candidates = np.flatnonzero(maybe.to_numpy(zero_copy_only=False))
+    if not len(candidates):
+        return lines, numbers
+    _, offsets_buffer, data = lines.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    starts, ends = offsets[candidates], offsets[candidates + 1]
+    chars = np.frombuffer(data, np.uint8)
+    opens = offsets[0] + np.flatnonzero(chars[offsets[0] : offsets[-1]] == ord("<"))
+    last = np.searchsorted(opens, ends) - 1  # each candidate's last '<', if it has one
+    splits = opens[np.maximum(last, 0)] if len(opens) else starts
+    inside = (last >= 0) & (splits > starts + len(_FROM))
+    candidates, splits, ends = candidates[inside], splits[inside], ends[inside]
+    if not len(candidates):
+        return lines, numbers
+    # The headers, as every other string of an array over the same data: split, end, ...
+    bounds = np.column_stack([splits, ends]).ravel()
+    spans = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), data)
+    headers = spans.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
+    glued = pc.match_substring_regex(headers, _GLUED_HEADER).to_numpy(zero_copy_only=False)
+    if not glued.any():
+        return lines, numbers
+    where, splits = candidates[glued], splits[glued]
+    new_offsets = np.insert(offsets, where + 1, splits)
+    out = pa.LargeStringArray.from_buffers(len(new_offsets) - 1, pa.py_buffer(new_offsets), data)
+    return out, np.insert(numbers, where + 1, numbers[where])
 
 
 _USES_HEADERS = pa.array([" uses:", " uses are not initialized yet."], pa.large_string())
