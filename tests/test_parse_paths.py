@@ -96,6 +96,16 @@ def test_glued_lines_split_as_the_reference_splits_them(tmp_path, old, new):
     assert _outcome(files, "vector") == _outcome(files, "lines")
 
 
+def test_the_vectorized_scanner_reads_dumps_inside_logs():
+    """A module's files inside a log of `--xla_dump_to=-` output are read as files are."""
+    members = [g for g in GROUPS if "::" in g.buffer_assignment]
+    assert members
+    read = [g for g in members if vector.scan(g.dump_files()) is not None]
+    assert read  # the GPU one has a cross-color block, which the reference reads
+    for files in read:
+        assert _outcome(files, "vector") == _outcome(files, "lines")
+
+
 def test_the_vectorized_scanner_reads_most_fixtures():
     """It must not quietly hand everything to the reference."""
     read = [g for g in GROUPS if vector.scan(g.dump_files()) is not None]

@@ -131,3 +131,13 @@ def test_the_help_states_the_default_from_its_thresholds():
     out = CliRunner().invoke(main, ["ingest", "--help"], terminal_width=200).output
     assert f"one for fewer than {ingest_stage.PARALLEL_MIN_MODULES} modules" in out
     assert f"less than {ingest_stage.PARALLEL_MIN_BYTES >> 20} MiB of dumps" in out
+
+
+def test_a_module_inside_a_log_counts_its_bytes(tmp_path):
+    """The default --jobs and largest-first order see a log member's size, not 0."""
+    log = tmp_path / "run.log"
+    body = "BufferAssignment:\n" + "x" * 5000 + "\n"
+    name = "module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt"
+    log.write_text(f"I1124 start\n*** Begin /tmp/d/{name} ***\n{body}*** End /tmp/d/{name} ***\n")
+    (group,) = discover([tmp_path])
+    assert len(body) - 1 <= _input_bytes_of(group) <= len(body)  # was 0: not a file

@@ -42,7 +42,7 @@ from bufferhouse.ingest.load import (
     module_tables,
 )
 from bufferhouse.ingest.parse import ParsedModule, parse_module
-from bufferhouse.ingest.reader import content_digest, file_name, read_lines
+from bufferhouse.ingest.reader import content_digest, file_name, read_lines, stored_size
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 
@@ -414,7 +414,7 @@ def _input_bytes_of(group: ModuleFiles) -> int:
     total = 0
     for _, path in group.dump_files():
         with contextlib.suppress(OSError):
-            size = os.path.getsize(path)
+            size = stored_size(path)
             total += size * 8 if path.endswith(".gz") else size  # gz: about 8x text
     return total
 

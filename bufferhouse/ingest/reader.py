@@ -34,6 +34,37 @@ def split_member(path: str) -> tuple[str, int, int, str] | None:
     return None
 
 
+class _Member(io.RawIOBase):
+    """The next `length` bytes of the open stream `f`, read in place: a file inside a
+    log is read a chunk at a time, as files on disk are, not copied into memory whole."""
+
+    def __init__(self, f, length: int) -> None:
+        self._f, self._left = f, length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer)[: min(len(buffer), self._left)]
+        n = self._f.readinto(view) if len(view) else 0
+        self._left -= n
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
+
+
+def stored_size(path: str) -> int:
+    """Bytes the file takes where it is stored (for a log member, its bytes in the log);
+    raises OSError as os.path.getsize does."""
+    member = split_member(path)
+    if member is not None and not os.path.exists(path):
+        return member[2]
+    return os.path.getsize(path)
+
+
 def file_name(path: str) -> str:
     """The dump file's own name (for a log member, the name XLA gave it)."""
     member = split_member(path)
@@ -45,9 +76,13 @@ def open_dump(path: str):
     member = split_member(path)
     if member is not None and not os.path.exists(path):
         log, offset, length, _ = member
-        with open_dump(log) as f:
+        f = open_dump(log)
+        try:
             f.seek(offset)
-            return io.BytesIO(f.read(length))
+        except BaseException:
+            f.close()
+            raise
+        return io.BufferedReader(_Member(f, length), CHUNK)
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")

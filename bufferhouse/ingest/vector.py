@@ -18,7 +18,6 @@ problem, only to notice one.
 from __future__ import annotations
 
 import gzip
-import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -30,7 +29,7 @@ import pyarrow.compute as pc
 from bufferhouse.errors import DumpError
 from bufferhouse.ingest import memory, model
 from bufferhouse.ingest.model import Alloc, first_occurrences
-from bufferhouse.ingest.reader import open_dump, read_lines, split_member
+from bufferhouse.ingest.reader import open_dump, read_lines, stored_size
 from bufferhouse.ingest.scan import GLUED_HEADER, _alloc_attributes, _Parser
 
 # Python's \s (str patterns) as an RE2 class, so that RE2 and `re` agree on \S.
@@ -68,10 +67,8 @@ class _Irregular(Exception):
 def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | None:
     """The module scanned, or None when the reference scanner must read it."""
     ba_path = next(path for role, path in files if role == "buffer_assignment")
-    if any(split_member(path) is not None for _, path in files):
-        return None
     try:
-        if sum(os.path.getsize(path) for _, path in files) < min_bytes:
+        if sum(stored_size(path) for _, path in files) < min_bytes:
             return None
         p = _Parser()
         columns: dict[str, object] = {}
