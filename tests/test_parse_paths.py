@@ -5,6 +5,7 @@ size). Same rows, same facts, same warnings, same errors."""
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,32 @@ SAMPLE_LINES = [
 ]
 
 
+def _cross_color_dump() -> str:
+    """The split GPU fixture (an allocation with a cross-color block, 2026-06+) as one file."""
+    d, stem = (
+        DATA / "edge" / "gpu_split_2026",
+        "module_0042.jit_step.sm_9.0_gpu_after_optimizations",
+    )
+    parts = ("-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.txt")
+    ba, values, live = ((d / (stem + part)).read_text() for part in parts)
+    return f"{ba}{values}\n\n{live}"
+
+
+SAMPLE_LINES.append(_cross_color_dump().split("\n"))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 24])
+def test_the_vectorized_scanner_reads_cross_color_blocks(tmp_path, monkeypatch, chunk):
+    monkeypatch.setattr(vector, "_CHUNK", chunk)
+    path = tmp_path / "c-buffer-assignment.txt"
+    path.write_text(_cross_color_dump())
+    files = ModuleFiles(str(tmp_path), "c", buffer_assignment=str(path))
+    assert vector.scan(files.dump_files()) is not None
+    got = _outcome(files, "vector")
+    assert got == _outcome(files, "lines")
+    assert "cross_color" in got[4]
+
+
 @st.composite
 def _mutants(draw):
     lines = list(draw(st.sampled_from(SAMPLE_LINES)))
@@ -147,3 +174,17 @@ def test_paths_agree_on_mutated_dumps(tmp_path_factory, text):
     path.write_text(text)
     files = ModuleFiles(str(path.parent), "m", buffer_assignment=str(path))
     assert _outcome(files, "vector") == _outcome(files, "lines")
+
+
+def test_a_bare_hlo_live_range_line_after_blank_lines_is_refused_alike(tmp_path):
+    """After the blocks' blank lines the reference is between sections, where a bare
+    'HloLiveRange' is an unexpected line; the vectorized scanner took it for more
+    instruction text and failed later, with another message (found by a mutant)."""
+    sample = sorted(SAMPLES.glob("*.txt"))[0].read_text()
+    text = re.sub(r"HloLiveRange \(max \d+\):", "HloLiveRange", sample)
+    path = tmp_path / "m-buffer-assignment.txt"
+    path.write_text(text)
+    files = ModuleFiles(str(tmp_path), "m", buffer_assignment=str(path))
+    got = _outcome(files, "vector")
+    assert got[0] == "error" and "unexpected line" in got[4]
+    assert got == _outcome(files, "lines")

@@ -46,6 +46,9 @@ _VALUE = (
     + r" \(size=(?P<size>[0-9]{1,18}),offset=(?P<offset>[0-9]{1,18})\): (?P<shape>.*)$"
 )
 _HEADER = "^" + _SHORT + "$"
+#: A block of these after an allocation's values lists those reused by another color (2026-06+).
+_CROSS_HEAD = " reused by buffers of a different color:"
+_CROSS = "^  value: " + _SHORT + r" \(color=[0-9]{1,9}\)$"
 _ALLOC = (
     r"^allocation (?P<index>[0-9]{1,9}): (?:(?P<address>0x[0-9a-fA-F]+), )?"
     r"size (?P<size>[0-9]{1,18})(?P<rest>.*):$"
@@ -203,7 +206,9 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
     never pile up: they took more memory than the columns made of them. The
     columns stay in their pieces (chunked): joined, each would be copied whole.
     """
-    pieces: dict[str, list] = {k: [] for k in ("alloc", "value", "seq", "seq_step", "blr")}
+    pieces: dict[str, list] = {
+        k: [] for k in ("alloc", "value", "cross_head", "cross", "seq", "seq_step", "blr")
+    }
     attributes: dict[str, tuple[int, tuple]] = {}  # allocation attribute list -> parsed
     used = _UsedBlocks(p)
     section: str | None = None  # the section the next line belongs to
@@ -244,7 +249,19 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
                         at_line + 1 + np.flatnonzero(is_value),
                     )
                 )
-                structural.append(start + np.flatnonzero(~(is_value | is_alloc)))
+                is_head = pc.equal(body, _CROSS_HEAD).to_numpy(zero_copy_only=False)
+                is_cross = pc.starts_with(body, "  value: ").to_numpy(zero_copy_only=False)
+                if is_head.any() or is_cross.any():
+                    pieces["cross_head"].append(at_line + 1 + np.flatnonzero(is_head))
+                    found = _extract(body.filter(pa.array(is_cross)), _CROSS)
+                    pieces["cross"].append(
+                        (
+                            _ints(found.field("id")).to_numpy(),
+                            at_line + 1 + np.flatnonzero(is_cross),
+                        )
+                    )
+                bulk = is_value | is_alloc | is_head | is_cross
+                structural.append(start + np.flatnonzero(~bulk))
             elif section == "seq":
                 found = _extract(body, _SEQ)
                 pieces["seq_step"].append(_ints(found.field("step")).to_numpy())
@@ -278,7 +295,10 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
         if _has_duplicates(allocs["index"].to_numpy()):
             raise _Irregular("duplicate allocation index")
         columns["allocs"] = allocs
-        columns["values"] = _values(p, allocs, pa.concat_tables(pieces.pop("value")))
+        values = _values(p, allocs, pa.concat_tables(pieces.pop("value")))
+        if pieces["cross_head"]:
+            values = _cross_color(p, allocs, values, pieces.pop("cross_head"), pieces.pop("cross"))
+        columns["values"] = values
     if used.blocks:
         if "values" not in columns:
             raise _Irregular("Used values before the allocations")
@@ -413,6 +433,45 @@ def _values(p: _Parser, allocs: pa.Table, lines: pa.Table) -> pa.Table:
     return pa.Table.from_arrays([columns[f.name] for f in model.VALUES], schema=model.VALUES)
 
 
+def _cross_color(
+    p: _Parser,
+    allocs: pa.Table,
+    values: pa.Table,
+    heads: list[np.ndarray],
+    cross: list[tuple[np.ndarray, np.ndarray]],
+) -> pa.Table:
+    """Mark the values listed under ' reused by buffers of a different color:', which
+    must follow their own allocation's header, as the reference checks them."""
+    head_lines = np.concatenate(heads)
+    ids = np.concatenate([c[0] for c in cross]) if cross else np.zeros(0, np.int64)
+    lines = np.concatenate([c[1] for c in cross]) if cross else np.zeros(0, np.int64)
+    alloc_lines = allocs["line"].to_numpy()
+    if len(head_lines) and np.searchsorted(alloc_lines, head_lines.min()) == 0:
+        raise _Irregular("cross-color block before any allocation")
+    owner = np.searchsorted(alloc_lines, lines) - 1  # the allocation each line is under
+    head = np.searchsorted(head_lines, lines) - 1  # the block header above each line
+    if np.any(owner < 0) or np.any(head < 0) or np.any(head_lines[head] < alloc_lines[owner]):
+        raise _Irregular("cross-color value outside a block of its allocation")
+    vids = values["value_id"].to_numpy()
+    sort = np.argsort(vids, kind="stable")
+    at = np.minimum(np.searchsorted(vids, ids, sorter=sort), len(vids) - 1)
+    row = sort[at] if len(vids) else at
+    placed = values["allocation"].to_numpy()
+    index = allocs["index"].to_numpy()
+    listed = values["line"].to_numpy()
+    if len(ids) and (
+        np.any(vids[row] != ids)
+        or np.any(placed[row] != index[owner])
+        or np.any(listed[row] > lines)
+    ):
+        raise _Irregular("cross-color value not listed above it in its allocation")
+    p.features.add("cross_color")
+    flags = np.zeros(len(vids), dtype=bool)
+    flags[row] = True
+    i = values.schema.get_field_index("cross_color")
+    return values.set_column(i, "cross_color", pa.array(flags))
+
+
 class _UsedBlocks:
     """The Used values blocks (header, positions, uses, from instruction), read as they come.
 
@@ -428,6 +487,7 @@ class _UsedBlocks:
         self.parts: list[dict[str, object]] = []
         self.spaced: set[bool] = set()  # after the colon: a space, or none, in the parts read
         self.ended = False
+        self.blank_end = False  # the section's last line is blank
 
     def feed(self, lines: pa.Array, at: int) -> None:
         """Lines of the section; `at` is the 0-based file line index of lines[0]."""
@@ -453,6 +513,8 @@ class _UsedBlocks:
         p = self.p
         if self.ended and self.blocks and p.state == "used" and p.block is None:
             p.block, p.block_state = {"id": None, "text": ""}, "instr"
+            if self.blank_end:  # the reference leaves the blocks at the first blank line
+                p.state = "between"
 
     def _read(self, section: pa.Array, numbers: np.ndarray, last: bool) -> None:
         """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
@@ -470,6 +532,8 @@ class _UsedBlocks:
         # Blank lines only where the section ends.
         if not (_KINDS if last else _WHOLE_BLOCKS).fullmatch(kind.tobytes()):
             raise _Irregular("Used values block structure")
+        if last:
+            self.blank_end = bool(len(kind)) and kind[-1] == ord("b")
         is_h, is_i, is_f = kind == ord("h"), kind == ord("i"), kind == ord("f")
         block = np.cumsum(is_h) - 1
         in_uses = np.cumsum(kind == ord("U")) - 1 == block  # after this block's ' uses:' line
