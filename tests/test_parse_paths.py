@@ -132,6 +132,22 @@ def _cross_color_dump() -> str:
 
 
 SAMPLE_LINES.append(_cross_color_dump().split("\n"))
+SAMPLE_LINES.append(_cross_color_dump().replace("\n", "\r\n").split("\n"))  # CRLF line ends
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 1 << 24])
+def test_the_vectorized_scanner_reads_crlf_line_ends(tmp_path, monkeypatch, chunk):
+    """A dump that went through a CRLF tool reads as the same dump with LF."""
+    monkeypatch.setattr(vector, "_CHUNK", chunk)
+    for sample in sorted(SAMPLES.glob("*.txt"))[:3]:
+        path = tmp_path / sample.name
+        path.write_bytes(sample.read_bytes().replace(b"\n", b"\r\n"))
+        files = ModuleFiles(str(tmp_path), path.stem, buffer_assignment=str(path))
+        original = ModuleFiles(str(sample.parent), sample.stem, buffer_assignment=str(sample))
+        assert vector.scan(files.dump_files()) is not None
+        got = _outcome(files, "vector")
+        assert got == _outcome(files, "lines")
+        assert got[:5] == _outcome(original, "lines")[:5]
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 1 << 24])
