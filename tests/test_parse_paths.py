@@ -131,7 +131,38 @@ def _cross_color_dump() -> str:
     return f"{ba}{values}\n\n{live}"
 
 
+def _before_2021_09(text: str, live_range: bool) -> str:
+    """`text` as XLA printed it before 2021-09: no from instruction lines, and before
+    2021-04 no HloLiveRange either (the file ends with the last value's uses)."""
+    if not live_range:
+        text = text[: text.index("\nHloLiveRange")].rstrip("\n") + "\n"
+    return "".join(
+        line for line in text.splitlines(keepends=True) if not line.startswith(" from instruction:")
+    )
+
+
+SAMPLE_LINES += [
+    _before_2021_09(p.read_text(), live_range).split("\n")
+    for p in sorted(SAMPLES.glob("*.txt"))[:3]
+    for live_range in (True, False)
+]
 SAMPLE_LINES.append(_cross_color_dump().split("\n"))
+
+
+@pytest.mark.parametrize("live_range", [True, False])
+def test_the_vectorized_scanner_reads_dumps_from_before_2021_09(tmp_path, live_range):
+    """Without from instruction lines (2019-09 .. 2021-09) and without HloLiveRange
+    (before 2021-04), as the reference reads them."""
+    for sample in sorted(SAMPLES.glob("*.txt")):
+        path = tmp_path / sample.name
+        path.write_text(_before_2021_09(sample.read_text(), live_range))
+        files = ModuleFiles(str(tmp_path), path.stem, buffer_assignment=str(path))
+        assert vector.scan(files.dump_files()) is not None, sample.name
+        got = _outcome(files, "vector")
+        assert got == _outcome(files, "lines")
+        assert got[0] == "ok" and "from_instruction" not in got[4]
+
+
 SAMPLE_LINES.append(_cross_color_dump().replace("\n", "\r\n").split("\n"))  # CRLF line ends
 
 

@@ -59,7 +59,7 @@ _SEQ = r"^    (?P<step>[0-9]{1,9}):(?P<name>[^" + _SPACE + r"]+)$"
 _BLR = r"^    (?P<name>[^ {}:]+)(?P<idx>\{[0-9,]*\}):(?P<start>[0-9]{1,9})-(?P<end>[0-9]{1,9})$"
 
 #: One byte per line of the Used values section, and the grammar of their sequence.
-_KINDS = re.compile(rb"(?:hPi+U(?:n|i*)f)*b*")
+_KINDS = re.compile(rb"(?:hPi+U(?:n|i*)f?)*b*")  # no from instruction lines before 2021-09
 _FROM = " from instruction:"
 
 
@@ -82,7 +82,11 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
                 p._section("usage_report")
             else:
                 _scan_file(p, path, columns, seen)
-        if not set(_REQUIRED) <= set(seen):
+        # Before 2021-04 (and for split modules without their -live-range.txt) the
+        # HloLiveRange sections are absent: all of them, as the order check ensures.
+        if not set(_REQUIRED) <= set(seen) and {"ba", "used"} <= set(seen) and "lr" in seen:
+            raise _Irregular("sections")
+        if not {"ba", "used"} <= set(seen):
             raise _Irregular("sections")
         if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
             p.features.add("split")
@@ -490,6 +494,7 @@ class _UsedBlocks:
         self.spaced: set[bool] = set()  # after the colon: a space, or none, in the parts read
         self.ended = False
         self.blank_end = False  # the section's last line is blank
+        self.texted: set[bool] = set()  # whether the parts read have from instruction lines
 
     def feed(self, lines: pa.Array, at: int) -> None:
         """Lines of the section; `at` is the 0-based file line index of lines[0]."""
@@ -543,6 +548,9 @@ class _UsedBlocks:
         ids = _ints(headers.field("id")).to_numpy()
         self.blocks += len(ids)
 
+        if is_f.sum() not in (0, len(ids)):
+            raise _Irregular("some values without their from instruction line")
+        self.texted.add(bool(is_f.sum()) or not len(ids))
         from_lines = section.filter(pa.array(is_f))
         if pc.any(pc.ends_with(from_lines, ">")).as_py():
             raise _Irregular("from instruction text may be glued to the next header")
@@ -552,7 +560,10 @@ class _UsedBlocks:
         if len(from_lines):
             self.spaced.add(spaced > 0)
         skip = len(_FROM) + (spaced > 0)  # 2024-01+: a space after the colon
-        texts = pc.cast(pc.utf8_slice_codeunits(from_lines, skip), pa.string())
+        if len(from_lines) or not len(ids):
+            texts = pc.cast(pc.utf8_slice_codeunits(from_lines, skip), pa.string())
+        else:  # 2019-09 .. 2021-09: XLA printed no instruction text
+            texts = pa.nulls(len(ids), pa.string())
         del from_lines
         if np.any(kind == ord("n")):
             self.p.features.add("uses_none")
@@ -614,6 +625,8 @@ class _UsedBlocks:
             start += len(names)
         if len(self.spaced) > 1:
             raise _Irregular("some from instruction texts after a space, some not")
+        if len(self.texted) > 1:
+            raise _Irregular("some values without their from instruction line")
         if self.spaced:
             p.features.add("from_instruction")
             if True in self.spaced:
@@ -680,4 +693,4 @@ def _unglue(lines: pa.LargeStringArray, numbers: np.ndarray) -> tuple[pa.Array, 
 
 
 _USES_HEADERS = pa.array([" uses:", " uses are not initialized yet."], pa.large_string())
-_WHOLE_BLOCKS = re.compile(rb"(?:hPi+U(?:n|i*)f)*")
+_WHOLE_BLOCKS = re.compile(rb"(?:hPi+U(?:n|i*)f?)*")
