@@ -107,6 +107,16 @@ def test_the_vectorized_scanner_reads_dumps_inside_logs():
         assert _outcome(files, "vector") == _outcome(files, "lines")
 
 
+def test_the_vectorized_scanner_reads_an_unavailable_live_range():
+    """'HloLiveRange not available (finalized or constructed from proto)' instead of the
+    sections: read in bulk, as the reference reads it."""
+    (files,) = [g for g in GROUPS if "lr_unavailable" in g.display]
+    assert vector.scan(files.dump_files()) is not None
+    got = _outcome(files, "vector")
+    assert got == _outcome(files, "lines")
+    assert "live_range_unavailable" in got[3]
+
+
 def test_the_vectorized_scanner_reads_most_fixtures():
     """It must not quietly hand everything to the reference."""
     read = [g for g in GROUPS if vector.scan(g.dump_files()) is not None]

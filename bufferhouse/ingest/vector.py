@@ -82,11 +82,14 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
                 p._section("usage_report")
             else:
                 _scan_file(p, path, columns, seen)
-        # Before 2021-04 (and for split modules without their -live-range.txt) the
-        # HloLiveRange sections are absent: all of them, as the order check ensures.
-        if not set(_REQUIRED) <= set(seen) and {"ba", "used"} <= set(seen) and "lr" in seen:
-            raise _Irregular("sections")
-        if not {"ba", "used"} <= set(seen):
+        # Before 2021-04 the HloLiveRange sections are absent, all of them (the order
+        # check ensures it); when XLA had none to print it says "HloLiveRange not available".
+        lr = {"seq", "blr", "peak"} & set(seen)
+        if p.lr_unavailable:
+            complete = not lr
+        else:
+            complete = "lr" not in seen or lr == {"seq", "blr", "peak"}
+        if not ({"ba", "used"} <= set(seen) and complete):
             raise _Irregular("sections")
         if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
             p.features.add("split")
