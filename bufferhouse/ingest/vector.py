@@ -84,12 +84,9 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
                 _scan_file(p, path, columns, seen)
         # Before 2021-04 the HloLiveRange sections are absent, all of them (the order
         # check ensures it); when XLA had none to print it says "HloLiveRange not available".
-        lr = {"seq", "blr", "peak"} & set(seen)
-        if p.lr_unavailable:
-            complete = not lr
-        else:
-            complete = "lr" not in seen or lr == {"seq", "blr", "peak"}
-        if not ({"ba", "used"} <= set(seen) and complete):
+        parts = {"seq", "blr", "peak"} & set(seen)
+        whole = not parts if p.lr_unavailable or "lr" not in seen else len(parts) == 3
+        if not ({"ba", "used"} <= set(seen) and whole):
             raise _Irregular("sections")
         if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
             p.features.add("split")
