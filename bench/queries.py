@@ -303,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     info = machine()
     con = duckdb.connect(str(db), read_only=True)
     views, queries = queries_at(args.rev)
+    con.execute(bq.selector_macro_sql(temp=True))  # as bq.use_package_views does
     for v in views:  # temp views shadow the warehouse's, as bq.use_package_views does
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)

@@ -215,6 +215,7 @@ def test_the_selector_where_keys_collide():
         " (10, 'jit_a', 'jit_a', '0123456789ab')"
     )
     con.execute(next(v for v in queries.views() if v.name == "module_keys").view_sql())
+    con.execute(queries.selector_macro_sql())
     keys = ["42", "-7", "a85b023784df", "jit_a", "000000000000", "9", "10", "x", None]
     _selector_against_module_keys(con, keys)
 
@@ -385,3 +386,9 @@ def test_null_as_text_is_null_for_numbers_only(samples_db):
     everything = bufferhouse.query("fragmentation", db=samples_db, top=None)
     assert bufferhouse.query("fragmentation", db=samples_db, top="NULL") == everything
     assert bufferhouse.query("fragmentation", db=samples_db, module="NULL").num_rows == 0
+
+
+@pytest.mark.parametrize("name", ["arena", "heap-timeline"])
+def test_a_query_that_needs_a_module_says_so(name, samples_db):
+    with pytest.raises(QueryError, match=f"{name} needs a module"):
+        bufferhouse.query(name, db=samples_db)

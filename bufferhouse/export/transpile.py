@@ -5,8 +5,9 @@ views, with `$name` parameters. For another engine it becomes one
 self-contained statement:
 
 - the views it uses (and the views they use) are inlined as CTEs in front of
-  the query's own, with the views' inner CTEs renamed `<view>__<cte>`; no
-  CREATE VIEW is needed, so it runs with read-only rights on a catalog that
+  the query's own, with the views' inner CTEs renamed `<view>__<cte>`, and
+  the module selector macro is written out where it is called; no
+  CREATE VIEW or macro is needed, so it runs with read-only rights on a catalog that
   holds only the tables (a Parquet export registered as tables);
 - parameters stay parameters, in the engine's own marker: Spark `:name`
   (`spark.sql(text, args={...})`), BigQuery `@name` (query parameters),
@@ -118,6 +119,26 @@ def _inline_views(name: str, tree: exp.Expression) -> exp.Expression:
     ctes = inlined + (list(existing.expressions) if existing is not None else [])
     tree.set(key, exp.With(expressions=ctes))
     return tree
+
+
+def _inline_selector(tree: exp.Expression) -> exp.Expression:
+    """Each call of the module selector macro (queries.SELECTOR_NAME), written out with
+    its arguments: the other engines have no such macro."""
+    body = sqlglot.parse_one(queries.SELECTOR_BODY, read="duckdb")
+
+    def fn(node: exp.Expression) -> exp.Expression:
+        if not (isinstance(node, exp.Anonymous) and node.name.lower() == queries.SELECTOR_NAME):
+            return node
+        args = dict(zip(queries.SELECTOR_PARAMS, node.expressions))
+
+        def argument(part: exp.Expression) -> exp.Expression:
+            if isinstance(part, exp.Column) and not part.table and part.name in args:
+                return args[part.name].copy()
+            return part
+
+        return exp.Paren(this=body.copy().transform(argument))
+
+    return tree.transform(fn)
 
 
 def _rewrite(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:
@@ -318,6 +339,7 @@ def transpile(name: str, dialect: str, *, pretty: bool = True) -> Transpiled:
     q = queries.get(name)
     tree = sqlglot.parse_one(q.sql, read="duckdb")
     tree = _inline_views(q.name, tree)
+    tree = _inline_selector(tree)
     tree = _rewrite(q.name, dialect, tree)
     tree = _mark_params(dialect, tree, {p.name: p.type for p in q.params})
     _check_functions(q.name, dialect, tree)

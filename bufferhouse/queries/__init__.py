@@ -39,11 +39,14 @@ view module_keys gives for it. The queries do not read that view: a filter on
 its computed keys (CAST(module_id AS VARCHAR), substr(content_hash, 1, 12))
 is evaluated for every module, and hashes them into a set, which took 4-9 ms
 on 23,104 modules, more than the rest of most one-module queries. Instead each
-query tests `modules` with MODULE_SELECTOR (below), which DuckDB folds for the
-bound value: the hash prefix is compared only for a
-value of 12 characters, and an id's text only for the module with that id (the
-TRY_CAST of a name is NULL). It means what module_keys means; tests hold every
-query to this text and the text to the view. The planner estimates an OR at a
+query tests `modules` with the macro bh_is_module (SELECTOR_BODY, below), which
+DuckDB expands where it is called and folds for the bound value: the hash
+prefix is compared only for a value of 12 characters, and an id's text only
+for the module with that id (the TRY_CAST of a name is NULL). It means what
+module_keys means; tests hold every query to the call and the macro to the
+view. It is installed with the views (in the warehouse, or for the session
+by use_package_views), and `export.transpile` writes it out for engines
+without macros. The planner estimates an OR at a
 fifth of the modules, so joins after it may build their hash tables on a
 module's whole text tables; where a query needs a few rows of them (arena),
 it reads them through EXISTS semi-joins on those rows, which always build on
@@ -64,17 +67,26 @@ import pyarrow as pa
 from bufferhouse.errors import QueryError
 from bufferhouse.schema import quote_identifier, sql_string
 
-#: What every query with a `module` parameter tests `modules` with, written out in
-#: each query (a view cannot take the parameter; see the module docstring). The
-#: tests hold each query to this text and this text to the module_keys view.
-MODULE_SELECTOR = """
-    module_name = $module
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
+#: The module selector, a scalar macro installed beside the views (a view cannot take
+#: the parameter; see the module docstring): true when `key` is the module's name,
+#: file stem, module_id or 12-digit content-hash prefix, the keys module_keys lists.
+SELECTOR_NAME = "bh_is_module"
+SELECTOR_PARAMS = ("key", "module_name", "file_stem", "module_id", "content_hash")
+SELECTOR_BODY = """
+  module_name = key
+  OR file_stem = key
+  OR (module_id = TRY_CAST(key AS BIGINT) AND CAST(module_id AS VARCHAR) = key)
+  OR (length(key) = 12 AND substr(content_hash, 1, 12) = key)"""
+#: How every query with a `module` parameter calls it (the tests hold them to it).
+MODULE_SELECTOR = f"{SELECTOR_NAME}($module, module_name, file_stem, module_id, content_hash)"
+
+
+def selector_macro_sql(temp: bool = False) -> str:
+    kind = "TEMP MACRO" if temp else "MACRO"
+    return (
+        f"CREATE OR REPLACE {kind} {SELECTOR_NAME}({', '.join(SELECTOR_PARAMS)}) AS{SELECTOR_BODY}"
     )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)"""
+
 
 _HEADER = re.compile(r"--\s?(name|description|param|column|note|example)(?::\s?|\s+)(.*)$")
 _PARAM = re.compile(r"(\w+) (\w+(?:\[\])?) = (.+?): (.+)$")
@@ -281,6 +293,16 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Install (or replace) every view and bh_* macro, with COMMENT ON, in one transaction."""
     con.execute("BEGIN TRANSACTION")
     try:
+        con.execute(selector_macro_sql())
+        con.execute(
+            f"COMMENT ON MACRO {SELECTOR_NAME} IS "
+            + sql_string(
+                "True when key is the module's name, file stem, module_id or 12-digit "
+                "content-hash prefix, as a query's module parameter selects. Usage: "
+                f"SELECT * FROM modules WHERE {SELECTOR_NAME}('jit_train_step', "
+                "module_name, file_stem, module_id, content_hash)"
+            )
+        )
         for v in views():
             con.execute(v.view_sql())
             con.execute(
@@ -311,6 +333,7 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
     Works on read-only connections, so a query always runs against the view
     definitions it was written for, whichever release installed the file's.
     """
+    con.execute(selector_macro_sql(temp=True))
     for v in views():
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
@@ -381,4 +404,16 @@ def markdown_reference() -> str:
         out += [f"### `{v.name}`", "", v.description, "", "| column | meaning |", "| --- | --- |"]
         out += [f"| `{c}` | {d} |" for c, d in v.columns]
         out.append("")
+    out += [
+        "## Macros\n",
+        f"`{SELECTOR_NAME}({', '.join(SELECTOR_PARAMS)})`: true when `key` is the module's "
+        "name, file stem, module_id or 12-digit content-hash prefix, the keys `module_keys` "
+        "lists; every `module` parameter selects modules with it. Installed beside the views:",
+        "",
+        "```sql",
+        f"SELECT * FROM modules WHERE {SELECTOR_NAME}('jit_train_step', module_name, file_stem,"
+        " module_id, content_hash)",
+        "```",
+        "",
+    ]
     return "\n".join(out)

@@ -26,13 +26,10 @@ WITH chosen AS (
   SELECT module_id, module_name, schedule_length
   FROM modules
   WHERE
+    -- the name compared once more, outside the macro: the error for a missing
+    -- module needs a comparison DuckDB cannot fold away
     module_name = coalesce($module, error('arena needs a module'))
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
-    )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
+    OR bh_is_module($module, module_name, file_stem, module_id, content_hash)
 ),
 -- large tables are read through semi-joins on chosen: see queries/__init__.py
 target AS (

@@ -23,16 +23,13 @@ WITH chosen AS (
   WHERE
     h.color = $space
     AND m.schedule_length IS NOT NULL
+    -- the name compared once more, outside the macro: the error for a missing
+    -- module needs a comparison DuckDB cannot fold away
     AND (
-      m.module_name = coalesce(
-        $module, error('heap-timeline needs a module')
+      m.module_name = coalesce($module, error('heap-timeline needs a module'))
+      OR bh_is_module(
+        $module, m.module_name, m.file_stem, m.module_id, m.content_hash
       )
-      OR m.file_stem = $module
-      OR (
-        m.module_id = TRY_CAST($module AS BIGINT)
-        AND CAST(m.module_id AS VARCHAR) = $module
-      )
-      OR (length($module) = 12 AND substr(m.content_hash, 1, 12) = $module)
     )
 ),
 -- large tables are read through semi-joins on chosen: see queries/__init__.py

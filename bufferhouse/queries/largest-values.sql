@@ -20,13 +20,7 @@ WITH wanted AS (
   SELECT module_id
   FROM modules
   WHERE
-    module_name = $module
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
-    )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
+    bh_is_module($module, module_name, file_stem, module_id, content_hash)
 ),
 -- each large table is read scoped to the module: see queries/__init__.py
 cutoff AS (

@@ -29,13 +29,10 @@ WITH chosen AS (
     ON m.module_id = h.module_id
   WHERE
     $module IS NULL
-    OR m.module_name = $module
-    OR m.file_stem = $module
-    OR (
-      m.module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(m.module_id AS VARCHAR) = $module
+    OR bh_is_module(
+      $module,
+      m.module_name, m.file_stem, m.module_id, m.content_hash
     )
-    OR (length($module) = 12 AND substr(m.content_hash, 1, 12) = $module)
 ),
 named AS (
   SELECT

@@ -16,13 +16,7 @@ WITH chosen AS (
   FROM modules
   WHERE
     $module IS NULL
-    OR module_name = $module
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
-    )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
+    OR bh_is_module($module, module_name, file_stem, module_id, content_hash)
 )
 -- space_totals holds each module's and space's slice sums, computed at ingest
 SELECT

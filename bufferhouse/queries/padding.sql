@@ -22,13 +22,7 @@ WITH chosen AS (
   FROM modules
   WHERE
     $module IS NULL
-    OR module_name = $module
-    OR file_stem = $module
-    OR (
-      module_id = TRY_CAST($module AS BIGINT)
-      AND CAST(module_id AS VARCHAR) = $module
-    )
-    OR (length($module) = 12 AND substr(content_hash, 1, 12) = $module)
+    OR bh_is_module($module, module_name, file_stem, module_id, content_hash)
 )
 -- padded_values: the values with size > logical_bytes and their names, found
 -- at ingest
