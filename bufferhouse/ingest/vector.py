@@ -439,6 +439,16 @@ def _values(p: _Parser, allocs: pa.Table, lines: pa.Table) -> pa.Table:
     return pa.Table.from_arrays([columns[f.name] for f in model.VALUES], schema=model.VALUES)
 
 
+def _rows_of(values: pa.Table, ids: np.ndarray) -> np.ndarray | None:
+    """The row of `values` that holds each value id of `ids` (None if one is missing)."""
+    vids = values["value_id"].to_numpy()
+    sort = np.argsort(vids, kind="stable")
+    where = np.searchsorted(vids, ids, sorter=sort)
+    if np.any(where >= len(vids)) or np.any(vids[sort[np.minimum(where, len(vids) - 1)]] != ids):
+        return None
+    return sort[where]
+
+
 def _cross_color(
     p: _Parser,
     allocs: pa.Table,
@@ -458,21 +468,14 @@ def _cross_color(
     head = np.searchsorted(head_lines, lines) - 1  # the block header above each line
     if np.any(owner < 0) or np.any(head < 0) or np.any(head_lines[head] < alloc_lines[owner]):
         raise _Irregular("cross-color value outside a block of its allocation")
-    vids = values["value_id"].to_numpy()
-    sort = np.argsort(vids, kind="stable")
-    at = np.minimum(np.searchsorted(vids, ids, sorter=sort), len(vids) - 1)
-    row = sort[at] if len(vids) else at
+    row = _rows_of(values, ids)
     placed = values["allocation"].to_numpy()
     index = allocs["index"].to_numpy()
     listed = values["line"].to_numpy()
-    if len(ids) and (
-        np.any(vids[row] != ids)
-        or np.any(placed[row] != index[owner])
-        or np.any(listed[row] > lines)
-    ):
+    if row is None or np.any(placed[row] != index[owner]) or np.any(listed[row] > lines):
         raise _Irregular("cross-color value not listed above it in its allocation")
     p.features.add("cross_color")
-    flags = np.zeros(len(vids), dtype=bool)
+    flags = np.zeros(values.num_rows, dtype=bool)
     flags[row] = True
     i = values.schema.get_field_index("cross_color")
     return values.set_column(i, "cross_color", pa.array(flags))
@@ -607,14 +610,9 @@ class _UsedBlocks:
         ids = np.concatenate([part["ids"] for part in self.parts])
         if len(ids) > 1 and np.any(np.diff(ids) <= 0):
             raise _Irregular("Used values not in id order")
-        vids = values["value_id"].to_numpy()
-        sort = np.argsort(vids, kind="stable")
-        where = np.searchsorted(vids, ids, sorter=sort)
-        if np.any(where >= len(vids)) or np.any(
-            vids[sort[np.minimum(where, len(vids) - 1)]] != ids
-        ):
+        placed_at = _rows_of(values, ids)
+        if placed_at is None:
             raise _Irregular("used value not placed")
-        placed_at = sort[where]
         instruction = values["instruction"].combine_chunks()
         start = 0
         for part in self.parts:  # part by part: all the names at once are tens of MB, twice
