@@ -118,7 +118,7 @@ def resolve_module(con: duckdb.DuckDBPyConnection, key: str | int) -> ModuleChoi
     queries.use_package_views(con)
     text = str(key)
     sql = _MODULE_SQL.format(
-        where="m.module_id IN (SELECT module_id FROM module_keys WHERE key = $key)"
+        where="bh_is_module($key, m.module_name, m.file_stem, m.module_id, m.content_hash)"
     )
     refs = [ModuleRef(*r) for r in con.execute(sql, {"key": text}).fetchall()]
     if not refs:
