@@ -203,7 +203,7 @@ def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Itera
         }
         return
     module_id = _next_module_id()
-    tables = {name: with_module_id(data, module_id) for name, data in result.tables.items()}
+    tables = {name: with_module_id(name, data, module_id) for name, data in result.tables.items()}
     counts = {name: data.num_rows for name, data in tables.items()}
     row = dict(result.module_row, module_id=module_id, row_counts=counts)
     modules = pa.Table.from_pylist([row], schema=table_schema(TABLES_BY_NAME["modules"]))

@@ -124,7 +124,7 @@ def parse_files(
 ) -> _Parsed:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
 
-    The rows carry UNASSIGNED_MODULE_ID; the sink that takes the module sets its id.
+    The tables come without their module_id: the sink that takes the module adds it.
     """
     if files.problems and files.buffer_assignment is None:
         return _Parsed("failed", error=files.problems[0])
@@ -140,7 +140,7 @@ def parse_files(
     try:
         parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
         row = _module_row(files, parsed, digest, nbytes)
-        tables = module_tables(UNASSIGNED_MODULE_ID, parsed)
+        tables = module_tables(parsed)
         pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
     except DumpError as exc:
         return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=exc)

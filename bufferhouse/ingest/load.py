@@ -9,6 +9,7 @@ or a failed write never leaves part of a module behind.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -22,26 +23,28 @@ from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.ingest import memory
 from bufferhouse.ingest.discover import text_path
 from bufferhouse.ingest.parse import ParsedModule
-from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema, quote_identifier
+from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema, quote_identifier
 from bufferhouse.schema.ids import ModuleIds
 
 
-def module_tables(module_id: int, parsed: ParsedModule) -> dict[str, pa.Table]:
-    """The parsed tables with their module_id column in front, as the warehouse declares them."""
-    ids = _module_ids(module_id, max((data.num_rows for data in parsed.tables.values()), default=0))
-    out = {}
-    for t in MODULE_TABLES:
-        data = parsed.tables[t.name]
-        out[t.name] = pa.Table.from_arrays(
-            [ids.slice(0, data.num_rows), *data.columns], schema=arrow_schema(t)
-        )
-    return out
+def module_tables(parsed: ParsedModule) -> dict[str, pa.Table]:
+    """The parsed tables as the warehouse declares them, but for their module_id: the sink
+    that takes the module gives it its id and adds the column (Batch.pop_table,
+    with_module_id), so no placeholder column is built, shipped and replaced."""
+    return {
+        t.name: pa.Table.from_arrays(parsed.tables[t.name].columns, schema=parsed_schema(t))
+        for t in MODULE_TABLES
+    }
 
 
-def _module_ids(module_id: int, rows: int) -> pa.Array:
-    """A module_id column long enough for each of a module's tables: they all take a slice
-    of this one buffer (a column of its own each took 50 MB for a 500 MB dump)."""
-    return pa.repeat(pa.scalar(module_id, pa.int64()), rows)
+@functools.cache
+def parsed_schema(table: Table) -> pa.Schema:
+    """A module table's Arrow schema without its first column, module_id."""
+    return arrow_schema(table).remove(0)
+
+
+def _module_id_field(table_name: str) -> pa.Field:
+    return arrow_schema(TABLES_BY_NAME[table_name]).field(0)
 
 
 #: Rows per record batch streamed into DuckDB: a table to sort is copied this
@@ -147,9 +150,10 @@ def _diagnostic_rows(
 UNASSIGNED_MODULE_ID = 0
 
 
-def with_module_id(data: pa.Table, module_id: int) -> pa.Table:
-    """`data` with its first column (module_id) set to `module_id`: one constant array, cheap."""
-    return data.set_column(0, data.schema.field(0), _module_ids(module_id, data.num_rows))
+def with_module_id(name: str, data: pa.Table, module_id: int) -> pa.Table:
+    """A parsed table of `name` with its module_id column in front: one constant array."""
+    ids = pa.repeat(pa.scalar(module_id, pa.int64()), data.num_rows)
+    return data.add_column(0, _module_id_field(name), ids)
 
 
 @dataclass
@@ -157,7 +161,7 @@ class Batch:
     """Whole modules buffered for one write, and the batch's other rows."""
 
     modules: list[dict] = field(default_factory=list)
-    #: Each table's parts, one per module: (module_id, rows as parsed, module_id not set).
+    #: Each table's parts, one per module: (module_id, rows as parsed, without module_id).
     tables: dict[str, list[tuple[int, pa.Table]]] = field(default_factory=dict)
     diagnostics: list[dict] = field(default_factory=list)
     #: Modules already held that this run labels.
@@ -169,15 +173,15 @@ class Batch:
         return not (self.modules or self.diagnostics or self.present_labels)
 
     def pop_table(self, name: str) -> pa.Table:
-        """A table's rows of every module in the batch, module_id set, as one table; the
-        batch lets go of them. The ids are set once per table and batch: set module by
-        module, they cost a millisecond per module in the parent process."""
+        """A table's rows of every module in the batch, module_id in front, as one table;
+        the batch lets go of them. The ids are added once per table and batch: added
+        module by module, they cost a millisecond per module in the parent process."""
         ids, parts = zip(*self.tables.pop(name))
         counts = [part.num_rows for part in parts]
         data = pa.concat_tables(parts)
         del parts
         column = pa.array(np.repeat(np.array(ids, dtype=np.int64), counts), pa.int64())
-        return data.set_column(0, data.schema.field(0), column)
+        return data.add_column(0, _module_id_field(name), column)
 
 
 class ModuleBuffer:
