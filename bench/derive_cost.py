@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bufferhouse
-from bufferhouse.ingest import load
+from bufferhouse.load import writer as load
 
 
 def _cpu() -> float:

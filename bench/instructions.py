@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.ingest import build_module
-from bufferhouse.ingest import hlo
+from bufferhouse.parse import hlo
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 MARK = " from instruction:"

@@ -35,7 +35,10 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bufferhouse.ingest import _input_bytes_of, discover, largest_first, load, parse_files
+from bufferhouse.load import _input_bytes_of, largest_first
+from bufferhouse.load import writer as load
+from bufferhouse.parse import parse_files
+from bufferhouse.parse.discover import discover
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
 
 #: The tables whose `instruction` column names an instruction of the module.

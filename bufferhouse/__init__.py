@@ -1,13 +1,12 @@
-"""bufferhouse: an SQL warehouse for XLA buffer-assignment dumps.
+"""bufferhouse: an SQL warehouse for XLA memory data.
 
-Public API: `ingest(paths, db=...)`, `connect(db)`, `query(name, db=..., **params)`,
-`diff(base, head, db=...)`.
+Public API (bufferhouse.api): `ingest(paths, db=...)`, `connect(db)`,
+`query(name, db=..., **params)`, `sql(text, db=...)`, `diff(base, head, db=...)`.
+The stages are packages of their own names (parse, load, schema, queries,
+check, export, visual, compare, spark, cli); no module is named like a function.
 """
 
-__version__ = "0.1.0"
-
-# Imported last, so that the `ingest` function (not the `ingest` stage package)
-# is what `bufferhouse.ingest` names.
 from bufferhouse.api import connect, diff, ingest, query, sql
+from bufferhouse.version import __version__
 
 __all__ = ["__version__", "connect", "diff", "ingest", "query", "sql"]

@@ -5,13 +5,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
-import duckdb
-
-# Re-exported as `bufferhouse.diff` (imported here, eagerly, so the package
-# attribute ends up the function and not the `bufferhouse.diff` module).
-from bufferhouse.diff import DiffResult, diff  # noqa: F401
-from bufferhouse.ingest import IngestReport, ModuleOutcome, ingest_paths
+from bufferhouse import queries
+from bufferhouse.compare import DiffResult, diff
+from bufferhouse.load import IngestReport, ModuleOutcome, ingest_paths
 from bufferhouse.schema.warehouse import connect as _connect
+
+__all__ = [
+    "DiffResult",
+    "IngestReport",
+    "ModuleOutcome",
+    "connect",
+    "diff",
+    "ingest",
+    "query",
+    "sql",
+]
 
 
 def ingest(
@@ -41,16 +49,8 @@ def ingest(
         wait=wait,
         max_bytes=max_bytes,
         progress=progress,
-        after_open=_install_macros,
+        after_open=queries.install_macros,
     )
-
-
-def _install_macros(con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        from bufferhouse.queries import install_macros
-    except ImportError:  # queries stage not present
-        return
-    install_macros(con)
 
 
 def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True, wait: float = 0.0):
@@ -63,8 +63,6 @@ def query(name: str, db: str | os.PathLike[str] | None = None, **params: object)
 
     >>> bufferhouse.query("peak-buffers", db="fleet.duckdb", module="jit_train_step")
     """
-    from bufferhouse import queries
-
     q = queries.get(name)  # fail on an unknown name before opening anything
     with _connect(db, read_only=True) as con:
         queries.use_package_views(con)
@@ -73,8 +71,6 @@ def query(name: str, db: str | os.PathLike[str] | None = None, **params: object)
 
 def sql(text: str, db: str | os.PathLike[str] | None = None, params: list | dict | None = None):
     """Run ad-hoc SQL (read-only) on the warehouse; returns a pyarrow Table."""
-    from bufferhouse import queries
-
     with _connect(db, read_only=True) as con:
         queries.use_package_views(con)
         return queries.run_sql(con, text, params)

@@ -17,7 +17,7 @@ import pytest
 
 import bufferhouse
 from bench import synth
-from bufferhouse.ingest import shapes
+from bufferhouse.parse import shapes
 from tests.conftest import SAMPLES
 from tests.test_ingest_oracles import _recomputed_peak, peak_list_problems
 
@@ -241,8 +241,8 @@ def test_a_glued_module_reads_as_the_same_module(tmp_path, monkeypatch):
     """`--glued` prints a module as XLA did from 2024-01-16 to 2024-11-01. The
     vectorized scanner reads it, in chunks that cut it anywhere, into the rows of
     the same module printed with newlines, and it ingests without a diagnostic."""
-    from bufferhouse.ingest import vector
-    from bufferhouse.ingest.parse import parse_module
+    from bufferhouse.parse import parse_module
+    from bufferhouse.parse.text import vector
 
     plain = synth.synthesize(tmp_path / "plain", 1.0, "stacktrace", name="jit_glued")
     glued = synth.synthesize(tmp_path / "glued", 1.0, "stacktrace", name="jit_glued", glued=True)

@@ -21,7 +21,7 @@ import pytest
 
 import bufferhouse
 from bufferhouse.check import check_warehouse
-from bufferhouse.ingest import discover
+from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 
 HOLD = """

@@ -15,8 +15,8 @@ import pytest
 import bufferhouse
 from bufferhouse import queries
 from bufferhouse.check import check_warehouse
-from bufferhouse.ingest.derive import derived_tables
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES
+from bufferhouse.schema.derive import derived_tables
 from bufferhouse.schema.warehouse import schema_version
 from tests.conftest import CORPUS, DATA, SAMPLES
 
@@ -144,7 +144,7 @@ def test_upgrade_fill_in_small_ranges_equals_ingest(fleet_db, tmp_path):
     """derive_all works in id ranges; ranges of a few modules give the same rows."""
     import shutil
 
-    from bufferhouse.ingest.derive import derive_all
+    from bufferhouse.schema.derive import derive_all
 
     db = tmp_path / "copy.duckdb"
     shutil.copy(fleet_db, db)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import bufferhouse
 from bufferhouse.cli import main
-from bufferhouse.diff import (
+from bufferhouse.compare import (
     METRICS,
     Features,
     ModuleRef,
@@ -383,11 +383,18 @@ def test_cli_tables(pair):
     assert "base: jax=0.6.2 (label, 4 modules)" in table.stderr
 
 
-def test_bufferhouse_diff_is_the_function():
-    import bufferhouse.diff  # importing the module must not shadow the function
+def test_no_module_is_named_like_a_public_function():
+    """`bufferhouse.diff` and `bufferhouse.ingest` are the API's functions, and no
+    module of those names exists to shadow them (or be shadowed)."""
+    import importlib.util
 
-    assert callable(bufferhouse.diff)
-    assert "diff" in bufferhouse.__all__
+    import bufferhouse.api
+
+    for name in bufferhouse.__all__:
+        if name.startswith("__"):
+            continue
+        assert getattr(bufferhouse, name) is getattr(bufferhouse.api, name)
+        assert importlib.util.find_spec(f"bufferhouse.{name}") is None, name
 
 
 @pytest.mark.parametrize("query", diff_queries(), ids=lambda q: q.name)

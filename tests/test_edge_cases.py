@@ -38,7 +38,7 @@ def _count(con, table: str, module_id: int) -> int:
 
 def test_crlf_parses_like_lf(edge_db):
     """CRLF line ends work, and give exactly the rows of the same text with LF (sample 000)."""
-    from bufferhouse.ingest.parse import parse_module
+    from bufferhouse.parse import parse_module
     from tests.conftest import SAMPLES
 
     crlf = parse_module([("buffer_assignment", str(EDGE / "crlf-buffer-assignment.txt"))])
@@ -176,8 +176,8 @@ def test_live_range_not_available(edge_db):
 def test_stdout_log_members_parse_like_files(edge_db):
     """`--xla_dump_to=-` logs: the files between `*** Begin/End NAME ***` lines load
     exactly as the same files on disk (format.md §1.2, §11.17)."""
-    from bufferhouse.ingest import discover
-    from bufferhouse.ingest.parse import parse_module
+    from bufferhouse.parse import parse_module
+    from bufferhouse.parse.discover import discover
     from tests.conftest import SAMPLES
 
     log = EDGE / "stdout_log_2026.log"

@@ -394,7 +394,7 @@ def test_cli_to_parquet_and_db_are_exclusive(tmp_path):
 def test_export_stage_is_last():
     """schema -> ingest -> queries -> export -> cli: nothing earlier imports export."""
     code = (
-        "import sys, bufferhouse.ingest, bufferhouse.schema, bufferhouse.queries;"
+        "import sys, bufferhouse.parse, bufferhouse.load, bufferhouse.schema, bufferhouse.queries;"
         "assert not [m for m in sys.modules if m.startswith('bufferhouse.export')], sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -29,7 +29,9 @@ from hypothesis import strategies as st
 
 from bufferhouse.check import check_warehouse
 from bufferhouse.errors import DumpError
-from bufferhouse.ingest import discover, ingest_paths, parse_files
+from bufferhouse.load import ingest_paths
+from bufferhouse.parse import parse_files
+from bufferhouse.parse.discover import discover
 from bufferhouse.schema import MODULE_TABLES
 from tests.conftest import CORPUS, SAMPLES
 

@@ -14,7 +14,9 @@ import pyarrow as pa
 import pytest
 
 import bufferhouse
-from bufferhouse.ingest import discover, handoff, parse_files
+from bufferhouse.load import handoff
+from bufferhouse.parse import parse_files
+from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS
 
 

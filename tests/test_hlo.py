@@ -10,14 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bufferhouse.ingest.hlo import (
+from bufferhouse.parse.hlo import (
     Instruction,
     InstructionSyntaxError,
     SourceLocation,
     parse_instruction,
     parse_stack_frames,
 )
-from bufferhouse.ingest.shapes import parse_shape
+from bufferhouse.parse.shapes import parse_shape
 
 DATA = Path(__file__).parent / "data"
 # Distinct `from instruction:` texts of the dev corpus and samples, plus HLO module lines for
@@ -304,7 +304,7 @@ def test_stack_frames_absent_or_odd():
 def test_metadata_fast_path_matches_general_splitter():
     import re
 
-    from bufferhouse.ingest.hlo import _metadata, _metadata_slow
+    from bufferhouse.parse.hlo import _metadata, _metadata_slow
 
     bodies = []
     for line in (DATA / "instructions.txt").read_text().splitlines():

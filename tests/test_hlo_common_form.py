@@ -15,8 +15,8 @@ from pathlib import Path
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from bufferhouse.ingest import hlo
-from bufferhouse.ingest.hlo import InstructionSyntaxError, parse_instruction
+from bufferhouse.parse import hlo
+from bufferhouse.parse.hlo import InstructionSyntaxError, parse_instruction
 
 DATA = Path(__file__).parent / "data"
 MARK = " from instruction:"

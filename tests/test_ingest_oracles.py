@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 import bufferhouse
-from bufferhouse.ingest import shapes
+from bufferhouse.parse import shapes
 from tests.conftest import CORPUS, SAMPLES
 
 

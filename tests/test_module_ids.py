@@ -18,8 +18,9 @@ import bufferhouse
 from bufferhouse.check import check_warehouse
 from bufferhouse.cli import main
 from bufferhouse.errors import SchemaVersionError, WarehouseError
-from bufferhouse.ingest import IngestReport, discover, run_batches, run_record
-from bufferhouse.ingest.load import Batch, ModuleBuffer, ModuleWriter
+from bufferhouse.load import IngestReport, run_batches, run_record
+from bufferhouse.load.writer import Batch, ModuleBuffer, ModuleWriter
+from bufferhouse.parse.discover import discover
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.ids import LOW_BITS, ModuleIds
 from bufferhouse.schema.warehouse import STORAGE_VERSION, ensure_schema, schema_version
@@ -311,7 +312,7 @@ def test_a_failed_background_write_stops_the_run_and_reports_no_module_of_it():
 def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(tmp_path, monkeypatch, combine_bytes):
     """Large tables are gathered chunk by chunk (no copy), small ones joined first (fast):
     both store each module's instructions sorted by name, nothing lost."""
-    from bufferhouse.ingest import load
+    from bufferhouse.load import writer as load
 
     monkeypatch.setattr(load, "COMBINE_BYTES", combine_bytes)
     monkeypatch.setattr(load, "INSERT_BATCH_ROWS", 100)  # batches that cut across modules
@@ -329,7 +330,7 @@ def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(tmp_path, monkeyp
 @pytest.mark.parametrize("combine_bytes", [0, 64 << 20], ids=["chunk by chunk", "joined first"])
 def test_batches_gather_rows_across_chunks_in_sorted_order(monkeypatch, combine_bytes):
     """One module's rows in several chunks (a large module's pieces), the sort interleaving them."""
-    from bufferhouse.ingest import load
+    from bufferhouse.load import writer as load
 
     monkeypatch.setattr(load, "COMBINE_BYTES", combine_bytes)
     names = [f"n.{i}" for i in (5, 1, 9, 3, 7, 0, 8, 2, 6, 4, 11, 10)]

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from bench import synth
 from bufferhouse.errors import DumpError
-from bufferhouse.ingest import discover, vector
-from bufferhouse.ingest.discover import ModuleFiles
-from bufferhouse.ingest.parse import parse_module
+from bufferhouse.parse import parse_module
+from bufferhouse.parse.discover import ModuleFiles, discover
+from bufferhouse.parse.text import vector
 from tests.conftest import DATA, SAMPLES
 
 GROUPS = [g for g in discover([DATA]) if g.buffer_assignment and not g.problems]

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bufferhouse.ingest import shapes
-from bufferhouse.ingest.shapes import (
+from bufferhouse.parse import shapes
+from bufferhouse.parse.shapes import (
     Shape,
     ShapeSyntaxError,
     byte_size,

@@ -361,8 +361,8 @@ def test_report_of_an_empty_warehouse(tmp_path):
 
 
 def test_report_baseline_without_the_diff_stage(labelled_db, monkeypatch):
-    """Without bufferhouse.diff the report falls back to a per-name heap-peak delta."""
-    monkeypatch.setitem(sys.modules, "bufferhouse.diff", None)  # import raises ImportError
+    """Without bufferhouse.compare the report falls back to a per-name heap-peak delta."""
+    monkeypatch.setitem(sys.modules, "bufferhouse.compare", None)  # import raises ImportError
     with visual.open_warehouse(labelled_db) as con:
         data = report.gather(
             con, str(labelled_db), label="run=nightly", baseline="run=previous", sections=0

@@ -22,7 +22,8 @@ import pytest
 import bufferhouse
 from bench import synth
 from bufferhouse.check import check_warehouse
-from bufferhouse.ingest import _input_bytes_of, discover, parse_in_workers
+from bufferhouse.load import _input_bytes_of, parse_in_workers
+from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
 
@@ -110,7 +111,7 @@ def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
 
 
 def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch):
-    ingest_stage = sys.modules["bufferhouse.ingest"]  # the stage; bufferhouse.ingest is the API
+    ingest_stage = sys.modules["bufferhouse.load"]  # the pipeline stage
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     groups = discover([tree])
     assert len(groups) < ingest_stage.PARALLEL_MIN_MODULES
@@ -127,7 +128,7 @@ def test_the_help_states_the_default_from_its_thresholds():
 
     from bufferhouse.cli import main
 
-    ingest_stage = sys.modules["bufferhouse.ingest"]
+    ingest_stage = sys.modules["bufferhouse.load"]
     out = CliRunner().invoke(main, ["ingest", "--help"], terminal_width=200).output
     assert f"one for fewer than {ingest_stage.PARALLEL_MIN_MODULES} modules" in out
     assert f"less than {ingest_stage.PARALLEL_MIN_BYTES >> 20} MiB of dumps" in out

@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bufferhouse import __version__
 from bufferhouse.errors import ExportError
 from bufferhouse.schema import (
     SCHEMA_VERSION,
@@ -38,6 +37,7 @@ from bufferhouse.schema import (
     arrow_type,
     markdown_reference,
 )
+from bufferhouse.version import __version__
 
 PARTITION = "run_id"
 #: Version of the dataset layout (directories, partitioning, metadata keys).

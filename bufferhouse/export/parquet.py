@@ -43,7 +43,7 @@ from bufferhouse.export.dataset import (
     table_schema,
     write_metadata_files,
 )
-from bufferhouse.ingest import (
+from bufferhouse.load import (
     IngestReport,
     ModuleOutcome,
     discover,
@@ -51,7 +51,7 @@ from bufferhouse.ingest import (
     run_batches,
     run_record,
 )
-from bufferhouse.ingest.load import Batch, ModuleBuffer
+from bufferhouse.load.writer import Batch, ModuleBuffer
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -360,7 +360,7 @@ class PartWriter(ModuleBuffer):
     """Writes buffered modules to a dataset as part files (the warehouse-free sink).
 
     Driven by the same ingest loop as the warehouse's ModuleWriter
-    (`bufferhouse.ingest.run_batches`). A flush writes one file per table
+    (`bufferhouse.load.run_batches`). A flush writes one file per table
     (named by a token unique to this writer and a counter), the `modules` file
     last. `held`: the dataset's modules (`known_module_ids`), skipped and only
     labelled if met again.
@@ -438,7 +438,7 @@ class PartWriter(ModuleBuffer):
 
 def _derived_parts(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The derived tables of a batch's modules, by the warehouse writer's statements."""
-    from bufferhouse.ingest.derive import derived_tables
+    from bufferhouse.schema.derive import derived_tables
 
     return derived_tables(tables)
 

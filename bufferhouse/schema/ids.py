@@ -21,6 +21,9 @@ import secrets
 import time
 from collections.abc import Callable
 
+#: module_id of the rows a parser returns: the sink that takes the module assigns the real one.
+UNASSIGNED_MODULE_ID = 0
+
 #: Bits below the millisecond clock.
 LOW_BITS = 20
 #: Random bits of a fresh id: one bit less than LOW_BITS, so half the space of a

@@ -493,7 +493,7 @@ HEAP_PEAKS = Table(
 HEAP_PEAK_BUFFERS = Table(
     "heap_peak_buffers",
     "Derived at ingest: the values that make up each module's heap peak per memory space"
-    " (the heap_peak_values view reads them; the rule is in bufferhouse/ingest/derive.py).",
+    " (the heap_peak_values view reads them; the rule is in bufferhouse/schema/derive.py).",
     (
         _module_id(),
         _c("color", "INTEGER", "Memory space (allocation color).", False),
@@ -639,7 +639,7 @@ MODULE_TABLES: tuple[Table, ...] = (
     HEAP_PEAKS,
 )
 
-#: Per-module tables computed from the tables above (bufferhouse.ingest.derive), in
+#: Per-module tables computed from the tables above (bufferhouse.schema.derive), in
 #: the same transaction as the module's rows, so fleet-wide queries avoid their joins.
 DERIVED_TABLES: tuple[Table, ...] = (
     HEAP_PEAK_BUFFERS,

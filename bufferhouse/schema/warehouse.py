@@ -191,8 +191,8 @@ def _renumber_modules(con: duckdb.DuckDBPyConnection) -> None:
 def _add_derived_tables(con: duckdb.DuckDBPyConnection) -> None:
     """2 -> 3: the derived tables (heap-peak buffers and sources, space totals, padded
     values), filled for every module by the same statements ingest runs."""
-    from bufferhouse.ingest.derive import derive_all
     from bufferhouse.schema import create_statements
+    from bufferhouse.schema.derive import derive_all
 
     for statement in create_statements():  # IF NOT EXISTS: only the new tables
         con.execute(statement)

@@ -20,9 +20,10 @@ from pathlib import Path
 
 import duckdb
 
-from bufferhouse import __version__, queries
+from bufferhouse import queries
 from bufferhouse.errors import PlotError
 from bufferhouse.schema.warehouse import database_path
+from bufferhouse.version import __version__
 from bufferhouse.visual.data import (
     ModuleRef,
     Timeline,
@@ -216,7 +217,7 @@ def _changes(
             "to compare with it (e.g. --label run=nightly)"
         )
     try:
-        from bufferhouse.diff import diff
+        from bufferhouse.compare import diff
     except ImportError:  # the diff stage is not installed: a plain per-name delta
         diff = None
     if diff is not None:

@@ -1,7 +1,9 @@
-"""Ingest stage: dump files -> parsed rows -> one transaction per module.
+"""Load stage: the ingest pipeline, from paths to modules in the warehouse.
 
-Parsing runs in worker processes (one module per task); the parent process is
-the single DuckDB writer and commits each module whole. A module whose content
+Discovery groups files into modules; parsing (the parse stage) runs in worker
+processes, one module per task; the parent process is the single DuckDB
+writer. It commits modules in batches, each module whole or not at all (a
+batch holds only whole modules, one transaction per batch). A module whose content
 hash is already in the warehouse is not parsed again. Workers do not know
 module ids: the writer assigns them (growing in ingest order) as it takes
 each module.
@@ -12,11 +14,9 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-import re
 import socket
 import time
-import traceback
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import (
     FIRST_COMPLETED,
     Future,
@@ -29,22 +29,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import duckdb
-import pyarrow as pa
 
-from bufferhouse import __version__
 from bufferhouse.errors import BufferhouseError, DumpError, WarehouseError
-from bufferhouse.ingest import handoff
-from bufferhouse.ingest.discover import ModuleFiles, discover, stem_parts, text_path
-from bufferhouse.ingest.load import (
-    UNASSIGNED_MODULE_ID,
-    ModuleBuffer,
-    ModuleWriter,
-    module_tables,
-)
-from bufferhouse.ingest.parse import ParsedModule, parse_module
-from bufferhouse.ingest.reader import content_digest, file_name, read_lines, stored_size
-from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
+from bufferhouse.load import handoff
+from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
+from bufferhouse.parse import ParseResult, parse_files
+from bufferhouse.parse.discover import ModuleFiles, discover
+from bufferhouse.parse.reader import stored_size
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
+from bufferhouse.version import __version__
 
 __all__ = [
     "IngestReport",
@@ -102,115 +95,6 @@ class IngestReport:
         return not self.failed and not self.stopped_early
 
 
-@dataclass
-class _Parsed:
-    """What a worker sends back: everything the writer needs, nothing it must recompute."""
-
-    status: str
-    content_hash: str | None = None
-    bytes_read: int = 0
-    module_row: dict | None = None
-    tables: dict[str, pa.Table] | None = None
-    warnings: list[DumpError] = field(default_factory=list)
-    error: DumpError | None = None
-
-
-def parse_files(
-    files: ModuleFiles,
-    known: Container[str] = frozenset(),
-    max_bytes: int | None = None,
-    *,
-    accelerate: bool = True,
-) -> _Parsed:
-    """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
-
-    The tables come without their module_id: the sink that takes the module adds it.
-    """
-    if files.problems and files.buffer_assignment is None:
-        return _Parsed("failed", error=files.problems[0])
-    dump_files = files.dump_files()
-    try:
-        digest, nbytes = content_digest(
-            [p for _, p in dump_files], [file_name(p) for _, p in dump_files], max_bytes
-        )
-    except DumpError as exc:
-        return _Parsed("failed", error=exc)
-    if digest in known:
-        return _Parsed("present", content_hash=digest, bytes_read=nbytes)
-    try:
-        parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
-        row = _module_row(files, parsed, digest, nbytes)
-        tables = module_tables(parsed)
-        pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
-    except DumpError as exc:
-        return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=exc)
-    except (OverflowError, pa.ArrowInvalid) as exc:  # a number too large for its column
-        error = _range_error(files, exc)
-        return _Parsed("failed", content_hash=digest, bytes_read=nbytes, error=error)
-    except Exception as exc:  # a bug of ours must not take the batch down
-        where = files.display
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return _Parsed(
-            "failed",
-            content_hash=digest,
-            bytes_read=nbytes,
-            error=DumpError(where, 0, f"internal error while parsing (please report): {detail}"),
-        )
-    warnings = [*files.problems, *parsed.warnings]
-    return _Parsed("parsed", digest, nbytes, row, tables, warnings)
-
-
-_MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
-
-
-def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
-    """A number that fits no warehouse column (INTEGER is 32 bits): name the line
-    that prints it, found by searching the module's files for that number."""
-    m = re.search(r"Value (-?\d+) too large", str(exc))
-    if m:
-        number = re.compile(rf"(?<![\d.]){m.group(1)}(?!\d)")
-        for _, path in files.dump_files():
-            for lineno, line in read_lines(path):
-                if number.search(line):
-                    return DumpError(
-                        path, lineno, f"number {m.group(1)} is too large for its column", line
-                    )
-    return DumpError(files.display, 0, f"a number is too large for its column ({exc})")
-
-
-def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: int) -> dict:
-    stem = text_path(files.stem)  # file names need not be UTF-8
-    parts = stem_parts(stem)
-    facts = parsed.facts
-    backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
-    paths = [text_path(p) for _, p in files.dump_files()] + (
-        [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
-    )
-    return {
-        "module_id": UNASSIGNED_MODULE_ID,
-        "content_hash": digest,
-        "run_id": None,
-        "module_name": parts["module_name"] or stem,
-        "module_number": parts["module_number"],
-        "file_stem": stem,
-        "backend": backend,
-        "target": parts["target"],
-        "stage": parts["stage"],
-        "layout": facts["layout"],
-        "format_era": facts["format_era"],
-        "sections": list(parsed.sections),
-        "paths": paths,
-        "bytes_read": nbytes,
-        "total_bytes": facts["total_bytes"],
-        "allocation_count": facts["allocation_count"],
-        "value_count": facts["value_count"],
-        "schedule_length": facts["schedule_length"],
-        "logical_peak_time": facts["logical_peak_time"],
-        "logical_peak_bytes": facts["logical_peak_bytes"],
-        "heap_peak_bytes": facts["heap_peak_bytes"],
-    }
-
-
 _known: frozenset[str] = frozenset()
 _max_bytes: int | None = None
 _handoff: str | None = None
@@ -221,7 +105,7 @@ def _init_worker(known: frozenset[str], max_bytes: int | None, directory: str | 
     _known, _max_bytes, _handoff = known, max_bytes, directory
 
 
-def _work(files: ModuleFiles) -> _Parsed:
+def _work(files: ModuleFiles) -> ParseResult:
     result = parse_files(files, _known, _max_bytes)
     if result.tables is not None:
         result.tables = handoff.ship(result.tables, _handoff)
@@ -230,7 +114,7 @@ def _work(files: ModuleFiles) -> _Parsed:
 
 def parse_in_workers(
     groups: list[ModuleFiles], jobs: int, known: frozenset[str], max_bytes: int | None
-) -> Iterator[tuple[ModuleFiles, _Parsed]]:
+) -> Iterator[tuple[ModuleFiles, ParseResult]]:
     """Parse in worker processes, yielding each result as soon as it is ready.
 
     Results come in the order the modules finish, not the input order: with
@@ -256,13 +140,13 @@ def parse_in_workers(
             initargs=(known, max_bytes, directory),
         )
 
-    def received(result: _Parsed) -> _Parsed:
+    def received(result: ParseResult) -> ParseResult:
         if result.tables is not None:
             result.tables = handoff.receive(result.tables)
         return result
 
     pool = new_pool(jobs)
-    pending: dict[Future[_Parsed], ModuleFiles] = {}  # in submission order
+    pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
     todo = iter(largest_first(groups))
     try:
         while True:
@@ -294,13 +178,13 @@ def parse_in_workers(
         handoff.remove_directory(directory)  # with the files of results never read
 
 
-def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> _Parsed:
+def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> ParseResult:
     """Parse one module in a pool of its own; a second death fails only this module."""
     alone = new_pool(1)
     try:
         return alone.submit(_work, files).result()
     except BrokenProcessPool:
-        return _Parsed(
+        return ParseResult(
             "failed",
             error=DumpError(
                 files.display, 0, "the parser process died (out of memory?); module skipped"
@@ -454,7 +338,7 @@ def run_batches(
     known = writer.module_ids
     jobs = parser_processes(groups, jobs)
     if jobs == 1:
-        results: Iterable[tuple[ModuleFiles, _Parsed]] = (
+        results: Iterable[tuple[ModuleFiles, ParseResult]] = (
             (g, parse_files(g, known, max_bytes)) for g in largest_first(groups)
         )
     else:
@@ -511,7 +395,7 @@ def run_batches(
                     writing[0].result()
 
 
-def _stage(writer: ModuleBuffer, files: ModuleFiles, result: _Parsed) -> ModuleOutcome:
+def _stage(writer: ModuleBuffer, files: ModuleFiles, result: ParseResult) -> ModuleOutcome:
     """Queue a parsed module for the next batch (or record why it is not loaded)."""
     if result.status == "failed":
         assert result.error is not None

@@ -34,15 +34,16 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from bufferhouse import __version__
 from bufferhouse.errors import DumpError, MissingExtraError
 from bufferhouse.export.dataset import PARTITION, is_partitioned, table_schema
 from bufferhouse.export.transpile import transpile
-from bufferhouse.ingest import discover, parse_files, parse_labels
-from bufferhouse.ingest.discover import ModuleFiles
-from bufferhouse.ingest.load import with_module_id
+from bufferhouse.load import parse_labels
+from bufferhouse.load.writer import with_module_id
+from bufferhouse.parse import parse_files
+from bufferhouse.parse.discover import ModuleFiles, discover
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES, TABLES_BY_NAME, Table
 from bufferhouse.schema.ids import ModuleIds
+from bufferhouse.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -168,7 +169,7 @@ def _next_module_id() -> int:
 
 def _derived(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """A parsed module's derived tables, by the warehouse writer's statements."""
-    from bufferhouse.ingest.derive import derived_tables
+    from bufferhouse.schema.derive import derived_tables
 
     return derived_tables(tables)
 
@@ -364,7 +365,7 @@ def _diagnostics(parsed: DataFrame, kept: DataFrame, run_id: int) -> DataFrame:
     """Errors of failed modules and warnings of the kept copies (`kept`)."""
     functions, _ = _pyspark()
     schema = table_schema(TABLES_BY_NAME["diagnostics"])
-    from bufferhouse.ingest.discover import text_path
+    from bufferhouse.parse.discover import text_path
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

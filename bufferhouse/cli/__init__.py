@@ -16,7 +16,7 @@ import click
 
 import bufferhouse
 from bufferhouse.errors import BufferhouseError
-from bufferhouse.ingest import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES
+from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES
 from bufferhouse.schema.warehouse import ENV_DB
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
@@ -631,6 +631,3 @@ def diff_command(base, head, db, module, peak, fail_above, show, top, fmt, outpu
         click.echo(result.gate.describe(), err=True)
     sys.exit(1 if result.failed else 0)
 
-
-if __name__ == "__main__":
-    main()

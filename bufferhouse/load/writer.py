@@ -9,7 +9,6 @@ or a failed write never leaves part of a module behind.
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,27 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, WarehouseError
-from bufferhouse.ingest import memory
-from bufferhouse.ingest.discover import text_path
-from bufferhouse.ingest.parse import ParsedModule
-from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema, quote_identifier
+from bufferhouse.parse import memory
+from bufferhouse.parse.discover import text_path
+from bufferhouse.schema import TABLES_BY_NAME, arrow_schema, quote_identifier
 from bufferhouse.schema.ids import ModuleIds
-
-
-def module_tables(parsed: ParsedModule) -> dict[str, pa.Table]:
-    """The parsed tables as the warehouse declares them, but for their module_id: the sink
-    that takes the module gives it its id and adds the column (Batch.pop_table,
-    with_module_id), so no placeholder column is built, shipped and replaced."""
-    return {
-        t.name: pa.Table.from_arrays(parsed.tables[t.name].columns, schema=parsed_schema(t))
-        for t in MODULE_TABLES
-    }
-
-
-@functools.cache
-def parsed_schema(table: Table) -> pa.Schema:
-    """A module table's Arrow schema without its first column, module_id."""
-    return arrow_schema(table).remove(0)
 
 
 def _module_id_field(table_name: str) -> pa.Field:
@@ -144,10 +126,6 @@ def _diagnostic_rows(
         }
         for e in problems
     ]
-
-
-#: module_id of the rows a parser returns: the sink that takes the module assigns the real one.
-UNASSIGNED_MODULE_ID = 0
 
 
 def with_module_id(name: str, data: pa.Table, module_id: int) -> pa.Table:
@@ -378,6 +356,6 @@ def _insert_missing_labels(
 def _derive_batch(con: duckdb.DuckDBPyConnection, module_ids: list[int]) -> None:
     """The batch's derived rows, in its transaction: ids grow past every stored id,
     so [min, max] holds exactly this batch and the scans skip older row groups."""
-    from bufferhouse.ingest.derive import derive
+    from bufferhouse.schema.derive import derive
 
     derive(con, min(module_ids), max(module_ids))

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from bufferhouse.errors import DumpError, ParseError
-from bufferhouse.ingest import model
-from bufferhouse.ingest.model import Alloc as _Alloc
+from bufferhouse.parse import model
+from bufferhouse.parse.model import Alloc as _Alloc
 
 INT64_MAX = (1 << 63) - 1
 

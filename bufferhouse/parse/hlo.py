@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bufferhouse.ingest.shapes import (
+from bufferhouse.parse.shapes import (
     _FAST,
     _FAST_END,
     _INDEX_MARKER,

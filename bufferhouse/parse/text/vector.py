@@ -27,10 +27,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError
-from bufferhouse.ingest import memory, model
-from bufferhouse.ingest.model import Alloc, first_occurrences
-from bufferhouse.ingest.reader import open_dump, read_lines, stored_size
-from bufferhouse.ingest.scan import GLUED_HEADER, _alloc_attributes, _Parser
+from bufferhouse.parse import memory, model
+from bufferhouse.parse.model import Alloc, first_occurrences
+from bufferhouse.parse.reader import open_dump, read_lines, stored_size
+from bufferhouse.parse.text.scan import GLUED_HEADER, _alloc_attributes, _Parser
 
 # Python's \s (str patterns) as an RE2 class, so that RE2 and `re` agree on \S.
 _SPACE = (

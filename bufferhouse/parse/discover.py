@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
-from bufferhouse.ingest.reader import log_members
+from bufferhouse.parse.reader import log_members
 
 #: File-name suffix (without .gz) -> role of the file in its module.
 SUFFIXES: tuple[tuple[str, str], ...] = (

@@ -438,7 +438,7 @@ def _heap_peaks(con: duckdb.DuckDBPyConnection) -> list[Problem]:
 
 def _derived(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     """The derived tables hold what ingest's statements compute from the base rows now."""
-    from bufferhouse.ingest.derive import STATEMENTS, module_ranges
+    from bufferhouse.schema.derive import STATEMENTS, module_ranges
 
     problems = []
     checks = [

@@ -21,8 +21,7 @@ added or removed.
 The comparison SQL is in `bufferhouse/queries/diff/*.sql` (documented like the
 canned queries); values are bound, never spliced.
 
-`bufferhouse.diff` is the function; import this module's other names with
-`from bufferhouse.diff import ...`.
+`bufferhouse.diff` (the public API) calls `diff` here.
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ import pyarrow.compute as pc
 
 from bufferhouse import queries
 from bufferhouse.errors import BufferhouseError, DiffError
+from bufferhouse.load import ingest_paths
 from bufferhouse.schema.warehouse import connect as _connect
 from bufferhouse.schema.warehouse import default_db
 
@@ -246,12 +246,10 @@ def _open_side(
     elif kind == "warehouse":
         path = spec
     else:
-        from bufferhouse.api import ingest  # the api imports this module
-
         scratch = tempfile.mkdtemp(prefix=f"bufferhouse-diff-{role}-")
         stack.callback(shutil.rmtree, scratch, True)
         path = os.path.join(scratch, "warehouse.duckdb")
-        report = ingest(spec, db=path, jobs=jobs)
+        report = ingest_paths([spec], path, jobs=jobs, after_open=queries.install_macros)
         if report.failed:
             first = report.failed[0]
             why = first.error.describe() if first.error else first.files.display

@@ -1,0 +1,208 @@
+"""Parse stage: one module's files -> warehouse tables (Arrow), nothing written.
+
+`parse_files` is the unit of work a parser process (or a Spark task) runs:
+hash the module's files, skip it if the warehouse already has it, parse it,
+and return its tables without module ids. `parse_module` does the parsing.
+
+Text dumps have two scanners that must agree exactly (the tests run both
+over every fixture and hundreds of mutants): the per-line state machine
+(`text.scan`), the reference, which reads every era and words every error,
+and, for dumps of the common layouts above VECTOR_MIN_BYTES, the vectorized
+scanner (`text.vector`) that reads the bulky sections as whole Arrow
+columns. The vectorized scanner hands anything unusual to the reference, so
+errors and rare eras are always reported by one code path.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import traceback
+from collections.abc import Container
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from bufferhouse.errors import DumpError
+from bufferhouse.parse import memory
+from bufferhouse.parse.discover import ModuleFiles, stem_parts, text_path
+from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.reader import content_digest, file_name, read_lines
+from bufferhouse.parse.text import vector
+from bufferhouse.parse.text.finish import finish
+from bufferhouse.parse.text.scan import _Parser
+from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema
+from bufferhouse.schema.ids import UNASSIGNED_MODULE_ID
+
+__all__ = [
+    "VECTOR_MIN_BYTES",
+    "ParseResult",
+    "ParsedModule",
+    "module_tables",
+    "parse_files",
+    "parse_module",
+    "parsed_schema",
+]
+
+#: Dumps (bytes on disk) smaller than this are scanned line by line: below
+#: it, setting up the vectorized scan costs more than it saves.
+VECTOR_MIN_BYTES = 1 << 16
+
+
+def parse_module(
+    files: list[tuple[str, str]],
+    hlo_path: str | None = None,
+    *,
+    accelerate: bool = True,
+    vector_min_bytes: int = VECTOR_MIN_BYTES,
+) -> ParsedModule:
+    """Parse a module's files, given as (role, path).
+
+    `accelerate=False` runs only the per-line state machine (the reference);
+    `vector_min_bytes=0` sends every module the vectorized scanner can read to it.
+    """
+    with memory.system_allocator():  # see memory.py: less memory held at the peak
+        ba_path = next(path for role, path in files if role == "buffer_assignment")
+        scanned = vector.scan(files, vector_min_bytes) if accelerate else None
+        large = scanned is not None
+        if scanned is None:
+            p = _Parser()
+            for role, path in files:
+                if role == "usage_report":
+                    p.feed_report(path, read_lines(path))
+                    p._section("usage_report")
+                else:
+                    p.feed(path, read_lines(path))
+            if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
+                p.features.add("split")
+            scanned = p.scanned(ba_path)
+        parsed = finish(scanned, files, hlo_path, read_lines)
+        del scanned
+        if large:  # its scratch memory goes back to the OS; small modules skip the call
+            memory.release()
+    return parsed
+
+
+@dataclass
+class ParseResult:
+    """What a worker sends back: everything the writer needs, nothing it must recompute."""
+
+    status: str
+    content_hash: str | None = None
+    bytes_read: int = 0
+    module_row: dict | None = None
+    tables: dict[str, pa.Table] | None = None
+    warnings: list[DumpError] = field(default_factory=list)
+    error: DumpError | None = None
+
+
+def parse_files(
+    files: ModuleFiles,
+    known: Container[str] = frozenset(),
+    max_bytes: int | None = None,
+    *,
+    accelerate: bool = True,
+) -> ParseResult:
+    """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
+
+    The tables come without their module_id: the sink that takes the module adds it.
+    """
+    if files.problems and files.buffer_assignment is None:
+        return ParseResult("failed", error=files.problems[0])
+    dump_files = files.dump_files()
+    try:
+        digest, nbytes = content_digest(
+            [p for _, p in dump_files], [file_name(p) for _, p in dump_files], max_bytes
+        )
+    except DumpError as exc:
+        return ParseResult("failed", error=exc)
+    if digest in known:
+        return ParseResult("present", content_hash=digest, bytes_read=nbytes)
+    try:
+        parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
+        row = _module_row(files, parsed, digest, nbytes)
+        tables = module_tables(parsed)
+        pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
+    except DumpError as exc:
+        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=exc)
+    except (OverflowError, pa.ArrowInvalid) as exc:  # a number too large for its column
+        error = _range_error(files, exc)
+        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
+    except Exception as exc:  # a bug of ours must not take the batch down
+        where = files.display
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return ParseResult(
+            "failed",
+            content_hash=digest,
+            bytes_read=nbytes,
+            error=DumpError(where, 0, f"internal error while parsing (please report): {detail}"),
+        )
+    warnings = [*files.problems, *parsed.warnings]
+    return ParseResult("parsed", digest, nbytes, row, tables, warnings)
+
+
+_MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
+
+
+def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
+    """A number that fits no warehouse column (INTEGER is 32 bits): name the line
+    that prints it, found by searching the module's files for that number."""
+    m = re.search(r"Value (-?\d+) too large", str(exc))
+    if m:
+        number = re.compile(rf"(?<![\d.]){m.group(1)}(?!\d)")
+        for _, path in files.dump_files():
+            for lineno, line in read_lines(path):
+                if number.search(line):
+                    return DumpError(
+                        path, lineno, f"number {m.group(1)} is too large for its column", line
+                    )
+    return DumpError(files.display, 0, f"a number is too large for its column ({exc})")
+
+
+def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: int) -> dict:
+    stem = text_path(files.stem)  # file names need not be UTF-8
+    parts = stem_parts(stem)
+    facts = parsed.facts
+    backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
+    paths = [text_path(p) for _, p in files.dump_files()] + (
+        [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
+    )
+    return {
+        "module_id": UNASSIGNED_MODULE_ID,
+        "content_hash": digest,
+        "run_id": None,
+        "module_name": parts["module_name"] or stem,
+        "module_number": parts["module_number"],
+        "file_stem": stem,
+        "backend": backend,
+        "target": parts["target"],
+        "stage": parts["stage"],
+        "layout": facts["layout"],
+        "format_era": facts["format_era"],
+        "sections": list(parsed.sections),
+        "paths": paths,
+        "bytes_read": nbytes,
+        "total_bytes": facts["total_bytes"],
+        "allocation_count": facts["allocation_count"],
+        "value_count": facts["value_count"],
+        "schedule_length": facts["schedule_length"],
+        "logical_peak_time": facts["logical_peak_time"],
+        "logical_peak_bytes": facts["logical_peak_bytes"],
+        "heap_peak_bytes": facts["heap_peak_bytes"],
+    }
+
+
+def module_tables(parsed: ParsedModule) -> dict[str, pa.Table]:
+    """The parsed tables as the warehouse declares them, but for their module_id: the sink
+    that takes the module gives it its id and adds the column (Batch.pop_table,
+    with_module_id), so no placeholder column is built, shipped and replaced."""
+    return {
+        t.name: pa.Table.from_arrays(parsed.tables[t.name].columns, schema=parsed_schema(t))
+        for t in MODULE_TABLES
+    }
+
+
+@functools.cache
+def parsed_schema(table: Table) -> pa.Schema:
+    """A module table's Arrow schema without its first column, module_id."""
+    return arrow_schema(table).remove(0)
