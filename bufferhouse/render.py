@@ -19,6 +19,18 @@ import pyarrow.parquet as pq
 FORMATS = ("table", "csv", "json", "markdown", "parquet")
 
 
+def human_bytes(n: float | None) -> str:
+    """1536 -> '1.5 KiB' (binary units, as XLA and XProf print them); None -> ''."""
+    if n is None:
+        return ""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(n)  # pragma: no cover
+
+
 def _cell(value: object) -> str:
     if value is None:
         return ""

@@ -18,12 +18,12 @@ from click.testing import CliRunner
 import bufferhouse
 from bufferhouse.cli import main
 from bufferhouse.errors import MissingExtraError, PlotError, UnknownModuleError
-from bufferhouse.visual import data as vdata
 from tests.conftest import CORPUS
 
 pytest.importorskip("matplotlib", reason="the plot extra is not installed")
 
 from bufferhouse import visual
+from bufferhouse.render import human_bytes
 from bufferhouse.visual import plots, report
 
 SAMPLE = "003_186bba49641ec33a"
@@ -103,7 +103,7 @@ def test_timeline_figure_draws_those_series(modules, which):
     assert list(line.get_xdata()) == [tl.peak_time + 0.5] * 2
     (listing,) = [t for t in fig.axes[1].texts if t.get_gid() == "peak-buffers"]
     for row in tl.peak_buffers:
-        assert vdata.human_bytes(row["size"]) in listing.get_text()
+        assert human_bytes(row["size"]) in listing.get_text()
         assert row["instruction"] in listing.get_text()
 
 

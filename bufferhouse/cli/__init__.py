@@ -17,6 +17,7 @@ import click
 import bufferhouse
 from bufferhouse.errors import BufferhouseError
 from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES
+from bufferhouse.render import human_bytes
 from bufferhouse.schema.warehouse import ENV_DB
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
@@ -32,14 +33,6 @@ def _handle_errors(func: Callable) -> Callable:
             sys.exit(2)
 
     return wrapper
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -147,7 +140,7 @@ def ingest(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_parquet) 
     rate = mb / report.seconds if report.seconds > 0 else 0.0
     click.echo(
         f"{len(report.loaded)} loaded, {len(report.present)} already present, "
-        f"{len(report.failed)} failed; {_human(report.bytes_read)} read in {report.seconds:.1f}s "
+        f"{len(report.failed)} failed; {human_bytes(report.bytes_read)} read in {report.seconds:.1f}s "
         f"({rate:.1f} MB/s) -> {report.db}",
         err=True,
     )
@@ -349,7 +342,7 @@ def report_command(output, db, label, baseline, top, sections, rows) -> None:
     )
     changes = "" if written.data.changes is None else f", {len(written.data.changes)} changes"
     click.echo(
-        f"wrote {written.path} ({_human(written.bytes)}): {written.data.module_count} modules, "
+        f"wrote {written.path} ({human_bytes(written.bytes)}): {written.data.module_count} modules, "
         f"{len(written.data.sections)} module sections{changes}",
         err=True,
     )
@@ -484,7 +477,7 @@ def export_command(out_dir, db, labels, tables, overwrite) -> None:
     rows = sum(report.tables.values())
     click.echo(
         f"{report.modules} modules, {rows} rows in {len(report.tables)} tables, "
-        f"{report.files} files ({_human(report.bytes_written)}) in {report.seconds:.1f}s "
+        f"{report.files} files ({human_bytes(report.bytes_written)}) in {report.seconds:.1f}s "
         f"-> {report.out_dir}",
         err=True,
     )

@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 from bufferhouse import queries
 from bufferhouse.errors import BufferhouseError, DiffError
 from bufferhouse.load import ingest_paths
+from bufferhouse.render import human_bytes
 from bufferhouse.schema.warehouse import connect as _connect
 from bufferhouse.schema.warehouse import default_db
 
@@ -589,22 +590,10 @@ def _peak_buffers(con: duckdb.DuckDBPyConnection, pairs: pa.Table, id_column: st
 # ------------------------------------------------------------------ reports
 
 
-def _human(n: float | None) -> str:
-    if n is None:
-        return ""
-    size = float(abs(n))
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            text = f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-            return ("-" if n < 0 else "") + text
-        size /= 1024
-    return str(n)
-
-
 def _signed(n: int | None) -> str:
     if n is None:
         return ""
-    return ("+" if n > 0 else "") + _human(n)
+    return ("+" if n > 0 else "") + human_bytes(n)
 
 
 def _pct(p: float | None) -> str:
@@ -678,8 +667,8 @@ def _report(r: DiffResult, fmt: str, top: int | None) -> str:
         f"({s['grown']} grown, {s['shrunk']} shrunk, {s['same']} unchanged{unknown}), "
         f"{s['added']} added, {s['removed']} removed "
         f"({r.base.modules} base modules, {r.head.modules} head modules). "
-        f"{peak_title.capitalize()} summed over the matched modules: {_human(base_sum)} "
-        f"{arrow} {_human(head_sum)} ({_signed(s['delta_bytes'])}"
+        f"{peak_title.capitalize()} summed over the matched modules: {human_bytes(base_sum)} "
+        f"{arrow} {human_bytes(head_sum)} ({_signed(s['delta_bytes'])}"
         f"{', ' + change if change else ''})."
     )
     if r.gate is not None:
@@ -704,8 +693,8 @@ def _report(r: DiffResult, fmt: str, top: int | None) -> str:
                 module(x),
                 x["status"],
                 x["match"] or "",
-                _human(x["base_bytes"]),
-                _human(x["head_bytes"]),
+                human_bytes(x["base_bytes"]),
+                human_bytes(x["head_bytes"]),
                 _signed(x["delta_bytes"]),
                 _pct(x["change_pct"]),
             ]
@@ -728,8 +717,8 @@ def _report(r: DiffResult, fmt: str, top: int | None) -> str:
             [
                 module(x),
                 x["metric"],
-                _human(x["base_bytes"]),
-                _human(x["head_bytes"]),
+                human_bytes(x["base_bytes"]),
+                human_bytes(x["head_bytes"]),
                 _signed(x["delta_bytes"]),
                 _pct(x["change_pct"]),
             ]
@@ -766,7 +755,7 @@ def _drill_down(r: DiffResult, fmt: str, top: int | None) -> list[str]:
     out.append(
         f"{counts['new']} new, {counts['gone']} gone, {counts['grown']} grown, "
         f"{counts['shrunk']} shrunk, {counts['same']} same; "
-        f"{_human(base_total)} {'→' if fmt == 'markdown' else '->'} {_human(head_total)} "
+        f"{human_bytes(base_total)} {'→' if fmt == 'markdown' else '->'} {human_bytes(head_total)} "
         f"({_signed(head_total - base_total)}). Buffers match by op_name and shape, "
         "then by defining instruction, then (without an op_name) by opcode and shape."
     )
@@ -790,8 +779,8 @@ def _drill_down(r: DiffResult, fmt: str, top: int | None) -> list[str]:
                 _code(x["op_name"] or instruction, fmt),
                 _code(x["shape"], fmt),
                 x["head_category"] or x["base_category"] or "",
-                _human(x["base_size"]),
-                _human(x["head_size"]),
+                human_bytes(x["base_size"]),
+                human_bytes(x["head_size"]),
                 _signed(x["delta_bytes"]),
                 x["source"] or "",
             ]
@@ -816,8 +805,8 @@ def _drill_down(r: DiffResult, fmt: str, top: int | None) -> list[str]:
             [
                 _code(x["source"], fmt),
                 f"{x['base_buffers']} {'→' if fmt == 'markdown' else '->'} {x['head_buffers']}",
-                _human(x["base_bytes"]),
-                _human(x["head_bytes"]),
+                human_bytes(x["base_bytes"]),
+                human_bytes(x["head_bytes"]),
                 _signed(x["delta_bytes"]),
                 _pct(x["change_pct"]),
             ]

@@ -12,23 +12,12 @@ import duckdb
 
 from bufferhouse import queries
 from bufferhouse.errors import PlotError, UnknownModuleError
+from bufferhouse.render import human_bytes
 
 #: Exclusive allocation kinds that hold memory for the whole program (bottom of the stack).
 INDEFINITE_CATEGORIES = ("parameter", "output", "constant", "thread-local")
 #: Every layer of a heap timeline, bottom to top.
 LAYERS = (*INDEFINITE_CATEGORIES, "temp")
-
-
-def human_bytes(n: float | None) -> str:
-    """1536 -> '1.5 KiB' (binary units, as XLA and XProf print them)."""
-    if n is None:
-        return ""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(n)  # pragma: no cover
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[dict]:

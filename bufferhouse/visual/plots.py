@@ -16,8 +16,9 @@ import zlib
 from pathlib import Path
 
 from bufferhouse.errors import MissingExtraError, PlotError
+from bufferhouse.render import human_bytes
 from bufferhouse.visual.data import LAYERS as LAYERS_ORDER
-from bufferhouse.visual.data import Arena, Timeline, human_bytes
+from bufferhouse.visual.data import Arena, Timeline
 
 #: Pixel size of saved figures: inches x DPI.
 TIMELINE_SIZE = (12.0, 6.0)

@@ -22,12 +22,12 @@ import duckdb
 
 from bufferhouse import queries
 from bufferhouse.errors import PlotError
+from bufferhouse.render import human_bytes
 from bufferhouse.schema.warehouse import database_path
 from bufferhouse.version import __version__
 from bufferhouse.visual.data import (
     ModuleRef,
     Timeline,
-    human_bytes,
     indefinite_by_category,
     module_refs,
     timeline,
