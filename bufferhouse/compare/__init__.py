@@ -203,17 +203,13 @@ def _classify(spec: str, role: str) -> tuple[str, list[str]]:
     )
 
 
-@cache
 def _sql(name: str) -> queries.Query:
-    entry = resources.files("bufferhouse.queries").joinpath("diff", f"{name}.sql")
-    return queries.parse_query_file(entry.read_text(encoding="utf-8"), f"diff/{name}.sql", "diff")
+    return queries.sql_files("bufferhouse.queries", "diff", "diff")[name]
 
 
 def diff_queries() -> list[queries.Query]:
     """The documented comparison queries in bufferhouse/queries/diff/."""
-    root = resources.files("bufferhouse.queries").joinpath("diff")
-    names = sorted(e.name[:-4] for e in root.iterdir() if e.name.endswith(".sql"))
-    return [_sql(n) for n in names]
+    return list(queries.sql_files("bufferhouse.queries", "diff", "diff").values())
 
 
 def _run(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> pa.Table:

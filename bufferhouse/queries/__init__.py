@@ -257,19 +257,26 @@ def _parse(text: str, source: str, kind: str) -> Query:
 
 
 @cache
-def _load_all() -> tuple[dict[str, Query], dict[str, Query]]:
-    root = resources.files(__package__)
-    views: dict[str, Query] = {}
-    for entry in sorted(root.joinpath("views").iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".sql"):
-            q = _parse(entry.read_text(encoding="utf-8"), f"views/{entry.name}", "view")
-            views[q.name] = q
-    queries: dict[str, Query] = {}
+def sql_files(package: str, folder: str = "", kind: str = "query") -> dict[str, Query]:
+    """The documented `.sql` files in a folder of a package, by name, in file-name order.
+
+    The one loader of the project's SQL: canned queries and views here, and the
+    statements of other stages (compare's, check's) kept in their own packages.
+    """
+    root = resources.files(package)
+    if folder:
+        root = root.joinpath(folder)
+    found: dict[str, Query] = {}
     for entry in sorted(root.iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".sql"):
-            q = _parse(entry.read_text(encoding="utf-8"), entry.name, "query")
-            queries[q.name] = q
-    return views, queries
+            source = f"{folder}/{entry.name}" if folder else entry.name
+            q = _parse(entry.read_text(encoding="utf-8"), source, kind)
+            found[q.name] = q
+    return found
+
+
+def _load_all() -> tuple[dict[str, Query], dict[str, Query]]:
+    return sql_files(__package__, "views", "view"), sql_files(__package__)
 
 
 def views() -> list[Query]:
