@@ -34,8 +34,6 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 import duckdb
