@@ -30,7 +30,7 @@ KILL_TRIALS = 20
 #: batches), so the kills also land between and inside many small commits.
 SMALL_BATCHES = (
     "import functools, sys\n"
-    "import bufferhouse.load as ingest\n"
+    "import bufferhouse.load.pipeline as ingest\n"
     "ingest.ModuleWriter = functools.partial(ingest.ModuleWriter, max_modules=1)\n"
     "from bufferhouse.cli import main\n"
     "sys.argv[0] = 'bufferhouse'\n"

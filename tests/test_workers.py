@@ -22,7 +22,8 @@ import pytest
 import bufferhouse
 from bench import synth
 from bufferhouse.check import check_warehouse
-from bufferhouse.load import _input_bytes_of, parse_in_workers
+from bufferhouse.load import parse_in_workers
+from bufferhouse.load.schedule import input_bytes
 from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
@@ -45,7 +46,7 @@ def test_the_largest_modules_are_parsed_first(tree):
     # One worker takes the modules in the order they are handed out.
     order = [files for files, _ in parse_in_workers(groups, 1, frozenset(), None)]
     assert order[0].stem == groups[-1].stem
-    sizes = [_input_bytes_of(files) for files in order]
+    sizes = [input_bytes(files) for files in order]
     assert sizes == sorted(sizes, reverse=True)
 
 
@@ -53,8 +54,10 @@ def test_one_process_also_writes_the_largest_module_first(tree, tmp_path):
     db = tmp_path / "one.duckdb"
     assert bufferhouse.ingest([tree], db=db, jobs=1).ok
     with bufferhouse.connect(db) as con:
-        stems = [r[0] for r in con.execute("SELECT file_stem FROM modules ORDER BY module_id").fetchall()]
-    size = {files.stem: _input_bytes_of(files) for files in discover([tree])}
+        stems = [
+            r[0] for r in con.execute("SELECT file_stem FROM modules ORDER BY module_id").fetchall()
+        ]
+    size = {files.stem: input_bytes(files) for files in discover([tree])}
     assert "jit_large" in stems[0]
     assert [size[s] for s in stems] == sorted(size.values(), reverse=True)
 
@@ -111,7 +114,7 @@ def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
 
 
 def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch):
-    ingest_stage = sys.modules["bufferhouse.load"]  # the pipeline stage
+    ingest_stage = sys.modules["bufferhouse.load.schedule"]  # where the thresholds live
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     groups = discover([tree])
     assert len(groups) < ingest_stage.PARALLEL_MIN_MODULES
@@ -128,7 +131,7 @@ def test_the_help_states_the_default_from_its_thresholds():
 
     from bufferhouse.cli import main
 
-    ingest_stage = sys.modules["bufferhouse.load"]
+    ingest_stage = sys.modules["bufferhouse.load.schedule"]
     out = CliRunner().invoke(main, ["ingest", "--help"], terminal_width=200).output
     assert f"one for fewer than {ingest_stage.PARALLEL_MIN_MODULES} modules" in out
     assert f"less than {ingest_stage.PARALLEL_MIN_BYTES >> 20} MiB of dumps" in out
@@ -141,4 +144,4 @@ def test_a_module_inside_a_log_counts_its_bytes(tmp_path):
     name = "module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt"
     log.write_text(f"I1124 start\n*** Begin /tmp/d/{name} ***\n{body}*** End /tmp/d/{name} ***\n")
     (group,) = discover([tmp_path])
-    assert len(body) - 1 <= _input_bytes_of(group) <= len(body)  # was 0: not a file
+    assert len(body) - 1 <= input_bytes(group) <= len(body)  # was 0: not a file

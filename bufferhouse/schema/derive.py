@@ -16,7 +16,7 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.schema import DERIVED_TABLES, arrow_schema, quote_identifier
+from bufferhouse.schema import DERIVED_TABLES, arrow_schema, create_statements, quote_identifier
 
 #: Tables the statements read, all per module.
 BASE_TABLES = (
@@ -295,8 +295,6 @@ def derived_tables(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
     For sinks without a warehouse (Parquet part files, Spark): the same
     statements, run in an in-memory DuckDB over exactly these rows.
     """
-    from bufferhouse.schema import create_statements
-
     con = duckdb.connect(":memory:")
     try:
         for statement in create_statements():
