@@ -22,7 +22,7 @@ import pytest
 import bufferhouse
 from bench import synth
 from bufferhouse.check import check_warehouse
-from bufferhouse.load import parse_in_workers
+from bufferhouse.load import handoff, parse_in_workers
 from bufferhouse.load.schedule import input_bytes
 from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
@@ -145,3 +145,69 @@ def test_a_module_inside_a_log_counts_its_bytes(tmp_path):
     log.write_text(f"I1124 start\n*** Begin /tmp/d/{name} ***\n{body}*** End /tmp/d/{name} ***\n")
     (group,) = discover([tmp_path])
     assert len(body) - 1 <= input_bytes(group) <= len(body)  # was 0: not a file
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (the fork server, the resource tracker, the workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _ingest_with_workers_up(tree: Path, db: Path, **popen) -> tuple[subprocess.Popen, list[int]]:
+    """A `bufferhouse ingest -j 2` process, once both its workers are parsing."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bufferhouse.cli", "ingest", str(tree), "-j", "2", "--db", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        **popen,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(_workers_of(proc.pid)) == 2:
+            time.sleep(0.3)  # parsing, and handing off through /dev/shm
+            return proc, _descendants(proc.pid)
+        time.sleep(0.01)
+    proc.kill()
+    pytest.fail("the ingest ended before its workers were up")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_workers_die_within_seconds_of_a_killed_ingest(tree, tmp_path):
+    """kill -9 of the ingest alone: its workers notice (within a second) and exit, and
+    with them the fork server and the resource tracker; nothing is left running."""
+    proc, below = _ingest_with_workers_up(tree, tmp_path / "w.duckdb")
+    assert len(below) >= 3  # fork server, two workers (and the resource tracker)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(map(handoff.alive, below)):
+        time.sleep(0.1)
+    assert not [p for p in below if handoff.alive(p)], "processes outlived the ingest"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_the_next_ingest_removes_what_a_killed_run_left_in_shared_memory(tree, tmp_path):
+    """kill -9 of the whole process group (ingest, tracker and all): its hand-off
+    directory and pool semaphores stay in /dev/shm until the next ingest removes them."""
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm")
+    proc, _ = _ingest_with_workers_up(tree, tmp_path / "w.duckdb", start_new_session=True)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (left,) = Path("/dev/shm").glob(f"bufferhouse-ingest-{proc.pid}-*")
+    semaphores = [Path("/dev/shm", n) for n in (left / "semaphores").read_text().split()]
+    assert semaphores and all(s.exists() for s in semaphores)  # the tracker died too
+    assert bufferhouse.ingest([SAMPLES], db=tmp_path / "next.duckdb", jobs=1).ok
+    assert not left.exists()
+    assert not [s for s in semaphores if s.exists()]

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from bufferhouse.errors import BufferhouseError, WarehouseError
+from bufferhouse.load import handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
 from bufferhouse.load.schedule import largest_first, parser_processes
 from bufferhouse.load.workers import parse_in_workers
@@ -155,6 +156,7 @@ def run_batches(
     GIL), so parsing and writing overlap; batches are written one at a time,
     in order, and at most two are held.
     """
+    handoff.remove_leftovers()
     known = writer.module_ids
     jobs = parser_processes(groups, jobs)
     if jobs == 1:

@@ -2,13 +2,17 @@
 
 Each worker parses one module per task and hands its tables back through
 shared memory (`handoff`). A worker that dies fails only the module it was
-parsing; the pool is rebuilt around it.
+parsing; the pool is rebuilt around it. A worker whose ingest process is gone
+(killed) exits within a second.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import select
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -24,9 +28,41 @@ _max_bytes: int | None = None
 _handoff: str | None = None
 
 
-def _init_worker(known: frozenset[str], max_bytes: int | None, directory: str | None) -> None:
+def _init_worker(
+    known: frozenset[str], max_bytes: int | None, directory: str | None, parent: int
+) -> None:
     global _known, _max_bytes, _handoff
     _known, _max_bytes, _handoff = known, max_bytes, directory
+    _follow(parent)
+
+
+#: How often a worker without pidfd looks for its ingest process.
+WATCH_SECONDS = 0.5
+
+
+def _follow(parent: int) -> None:
+    """Exit this worker as soon as the ingest process `parent` is gone.
+
+    A worker's parent is the fork server, not the ingest, so the ingest's death
+    reaches it through nothing the pool provides: after a kill -9 of the ingest
+    its workers went on parsing for seconds, holding their shared memory. A
+    daemon thread waits on a pidfd of the ingest (readable when it exits), or
+    polls it every WATCH_SECONDS where pidfds are missing.
+    """
+
+    def watch() -> None:
+        try:
+            pidfd = os.pidfd_open(parent)
+        except (AttributeError, OSError):
+            pidfd = None
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            while handoff.alive(parent):
+                time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
 
 
 def _work(files: ModuleFiles) -> ParseResult:
@@ -61,7 +97,7 @@ def parse_in_workers(
             workers,
             mp_context=ctx,
             initializer=_init_worker,
-            initargs=(known, max_bytes, directory),
+            initargs=(known, max_bytes, directory, os.getpid()),
         )
 
     def received(result: ParseResult) -> ParseResult:
@@ -70,6 +106,7 @@ def parse_in_workers(
         return result
 
     pool = new_pool(jobs)
+    handoff.note_semaphores(directory)
     pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
     todo = iter(largest_first(groups))
     try:
@@ -96,6 +133,7 @@ def parse_in_workers(
             files = pending.pop(broken)
             yield files, received(_parse_alone(new_pool, files))
             pool = new_pool(jobs)
+            handoff.note_semaphores(directory)
             pending = {pool.submit(_work, f): f for f in pending.values()}
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
