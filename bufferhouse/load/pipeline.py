@@ -227,7 +227,9 @@ def _stage(writer: ModuleBuffer, files: ModuleFiles, result: ParseResult) -> Mod
     if result.status == "present" or result.content_hash in writer.module_ids:
         # The same content seen again (this run or an earlier one): only new labels land.
         module_id = writer.add_labels(result.content_hash)
-        return ModuleOutcome(files, "present", module_id, bytes_read=result.bytes_read)
+        return ModuleOutcome(
+            files, "present", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+        )
     assert result.module_row is not None and result.tables is not None
     module_id = writer.add(result.module_row, result.tables, result.warnings)
     return ModuleOutcome(
