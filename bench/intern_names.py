@@ -35,8 +35,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bufferhouse.load import _input_bytes_of, largest_first
 from bufferhouse.load import writer as load
+from bufferhouse.load.schedule import input_bytes, largest_first
 from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
@@ -146,7 +146,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
     groups = largest_first(discover([args.tree]))
-    text = sum(_input_bytes_of(g) for g in groups)
+    text = sum(input_bytes(g) for g in groups)
     t = time.perf_counter()
     parsed = []
     for g in groups:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import duckdb
@@ -198,3 +199,19 @@ def test_check_opens_read_only(samples_db):
     with duckdb.connect(str(samples_db), read_only=True):
         assert check_warehouse(samples_db).ok
         assert check_warehouse(samples_db).ok
+
+
+def test_every_check_statement_is_documented_and_used():
+    """check/sql/*.sql: each file parses with the one loader (description, every
+    parameter and output column documented) and some check runs it."""
+    import inspect
+
+    from bufferhouse.check import rules
+    from bufferhouse.queries import sql_files
+
+    found = sql_files("bufferhouse.check", "sql", "check")
+    assert len(found) >= 20
+    source = inspect.getsource(rules) + inspect.getsource(sys.modules["bufferhouse.check"])
+    for name, statement in found.items():
+        assert statement.description and statement.columns, name
+        assert f'"{name}"' in source, f"{name}.sql is run by no check"

@@ -2,7 +2,7 @@
 
 Each oracle below recomputes a derived table the slow, obvious way (over the
 value_facts view, windows instead of aggregates), independent of the
-statements in bufferhouse/ingest/derive.py; every fixture warehouse must match.
+statements in bufferhouse/schema/derive/*.sql; every fixture warehouse must match.
 """
 
 from __future__ import annotations
@@ -153,3 +153,20 @@ def test_upgrade_fill_in_small_ranges_equals_ingest(fleet_db, tmp_path):
         derive_all(con, max_rows=200)
         for name, rows in before.items():
             assert _rows(con, f'SELECT * FROM "{name}"') == rows, name
+
+
+def test_each_derived_table_has_one_documented_statement_file():
+    """schema/derive/<table>.sql: one per derived table, documented like every .sql
+    file of the package (the queries' header format), reading exactly $lo and $hi."""
+    from importlib import resources
+
+    from bufferhouse.schema.derive import STATEMENTS
+
+    folder = resources.files("bufferhouse.schema").joinpath("derive")
+    files = sorted(e.name for e in folder.iterdir() if e.name.endswith(".sql"))
+    assert files == sorted(f"{t.name}.sql" for t in DERIVED_TABLES)
+    assert list(STATEMENTS) == [t.name for t in DERIVED_TABLES]  # the order they run in
+    for name, text in STATEMENTS.items():
+        statement = queries.parse_query_file(text, f"derive/{name}.sql")
+        assert statement.name == name and statement.description
+        assert sorted(p.name for p in statement.params) == ["hi", "lo"]

@@ -30,8 +30,29 @@ KILL_TRIALS = 20
 #: batches), so the kills also land between and inside many small commits.
 SMALL_BATCHES = (
     "import functools, sys\n"
-    "import bufferhouse.load as ingest\n"
+    "import bufferhouse.load.pipeline as ingest\n"
     "ingest.ModuleWriter = functools.partial(ingest.ModuleWriter, max_modules=1)\n"
+    "from bufferhouse.cli import main\n"
+    "sys.argv[0] = 'bufferhouse'\n"
+    "main()\n"
+)
+
+#: An ingest that commits every module and kills itself (SIGKILL, with its parser
+#: workers) right after its N-th commit: a kill that lands between two commits.
+KILL_AFTER_COMMITS = (
+    "import functools, os, signal, sys\n"
+    "import bufferhouse.load.pipeline as pipeline\n"
+    "from bufferhouse.load.writer import ModuleWriter\n"
+    "commits = int(sys.argv.pop(1))\n"
+    "class KilledWriter(ModuleWriter):\n"
+    "    done = 0\n"
+    "    def write(self, batch):\n"
+    "        written = super().write(batch)\n"
+    "        KilledWriter.done += written > 0\n"
+    "        if KilledWriter.done == commits:\n"
+    "            os.kill(os.getpid(), signal.SIGKILL)\n"
+    "        return written\n"
+    "pipeline.ModuleWriter = functools.partial(KilledWriter, max_modules=1)\n"
     "from bufferhouse.cli import main\n"
     "sys.argv[0] = 'bufferhouse'\n"
     "main()\n"
@@ -135,6 +156,49 @@ def test_kill_minus_nine_at_random_moments(tmp_path):
     )
     # The kills must actually land mid-ingest, not only before or after it.
     assert partial >= 3, landed
+
+
+@pytest.mark.parametrize(("jobs", "commits"), [(1, 3), (2, 17)])
+def test_a_kill_between_two_commits_is_completed_by_the_rerun(tmp_path, jobs, commits):
+    """Killed right after its N-th commit (one module each), an ingest leaves exactly
+    N whole modules; `check` passes, and the re-run loads exactly the missing ones:
+    no duplicate, the rows of a clean ingest."""
+    fleet = _fleet(tmp_path / "fleet")
+    clean = tmp_path / "clean.duckdb"
+    assert bufferhouse.ingest(fleet, db=clean, jobs=1).ok
+    want = _snapshot(clean)
+    total = len(want["modules"])
+    assert commits < total
+
+    db = tmp_path / "killed.duckdb"
+    command = ["ingest", str(fleet), "-q", "-j", str(jobs), "--db", str(db)]
+    killed = subprocess.run(
+        [sys.executable, "-c", KILL_AFTER_COMMITS, str(commits), *command],
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    with duckdb.connect(str(db), read_only=True) as con:
+        held = {r[0] for r in con.execute("SELECT content_hash FROM modules").fetchall()}
+    assert len(held) == commits
+    check = subprocess.run(_cli("check", "--db", db), capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+    again = bufferhouse.ingest(fleet, db=db, jobs=1)
+    assert again.ok, [o.error for o in again.failed]
+    assert len(again.present) == commits and len(again.loaded) == total - commits
+    with duckdb.connect(str(db), read_only=True) as con:
+        loaded = {
+            r[0]
+            for r in con.execute(
+                "SELECT content_hash FROM modules WHERE run_id = ?", [again.run_id]
+            ).fetchall()
+        }
+        hashes = con.execute("SELECT count(*), count(DISTINCT content_hash) FROM modules")
+        assert hashes.fetchone() == (total, total)
+    assert loaded == {m[0] for m in want["modules"]} - held  # exactly the missing ones
+    assert _snapshot(db) == want
+    assert check_warehouse(db).ok
 
 
 def _free_space_left(directory: Path, keep_kib: int) -> Path:

@@ -79,9 +79,17 @@ def test_directories_of_dead_runs_are_swept_and_live_ones_kept(shared):
     live.mkdir()
     other = shared / "unrelated"
     other.mkdir()
-    mine = handoff.make_directory()
+    # The dead run's pool semaphores, which it listed; another's, which it did not.
+    (stale / "semaphores").write_text("sem.mp-dead1\nsem.mp-dead2\n/etc/passwd\n")
+    for name in ("sem.mp-dead1", "sem.mp-dead2", "sem.mp-other"):
+        (shared / name).write_bytes(b"\0" * 32)
+    (live / "semaphores").write_text("sem.mp-other\n")
+    removed = handoff.remove_leftovers()
     assert not stale.exists() and live.exists() and other.exists()
-    handoff.remove_directory(mine)
+    assert sorted(p.name for p in shared.glob("sem.*")) == ["sem.mp-other"]
+    assert sorted(removed) == sorted(
+        [str(stale), str(shared / "sem.mp-dead1"), str(shared / "sem.mp-dead2")]
+    )
 
 
 def test_a_parallel_ingest_hands_off_through_files_and_leaves_none(shared, tmp_path, monkeypatch):

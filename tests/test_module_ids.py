@@ -6,6 +6,8 @@ int64 and a query for one module read the whole table; these tests fail that way
 
 from __future__ import annotations
 
+import hashlib
+import shutil
 import threading
 from itertools import pairwise
 
@@ -24,7 +26,7 @@ from bufferhouse.parse.discover import discover
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.ids import LOW_BITS, ModuleIds
 from bufferhouse.schema.warehouse import STORAGE_VERSION, ensure_schema, schema_version
-from tests.conftest import CORPUS, SAMPLES
+from tests.conftest import CORPUS, DATA, SAMPLES
 
 #: Rows per DuckDB row group for the storage test: small, so the fixtures span many.
 ROW_GROUP_SIZE = 2048
@@ -309,7 +311,9 @@ def test_a_failed_background_write_stops_the_run_and_reports_no_module_of_it():
 
 
 @pytest.mark.parametrize("combine_bytes", [0, 64 << 20], ids=["chunk by chunk", "joined first"])
-def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(tmp_path, monkeypatch, combine_bytes):
+def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(
+    tmp_path, monkeypatch, combine_bytes
+):
     """Large tables are gathered chunk by chunk (no copy), small ones joined first (fast):
     both store each module's instructions sorted by name, nothing lost."""
     from bufferhouse.load import writer as load
@@ -342,3 +346,89 @@ def test_batches_gather_rows_across_chunks_in_sorted_order(monkeypatch, combine_
     order = load.stored_order("instructions", data)
     got = pa.Table.from_batches(list(load._batches(data, order, 5)))
     assert got["instruction"].to_pylist() == sorted(names)
+
+
+# --- identity: every file whose content lands in the warehouse ------------------------
+
+EDGE_GPU = DATA / "edge" / "gpu_split_2026"
+HLO_NAME = "module_0042.jit_step.sm_9.0_gpu_after_optimizations.txt"
+
+
+def _sources(db, module_id: int) -> set:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute(
+            "SELECT DISTINCT source_file FROM instructions "
+            "WHERE module_id = ? AND source_file IS NOT NULL",
+            [module_id],
+        ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _dump_only_hash(directory) -> str:
+    """The identity earlier releases gave a module: SHA-256 over (name NUL content NUL)
+    of its dump files in parse order, computed here from the files themselves."""
+    suffixes = ("-buffer-assignment.txt", "-buffer-assignment-values.txt", "-live-range.txt")
+    suffixes += ("-memory-usage-report.txt",)
+    h = hashlib.sha256()
+    for suffix in suffixes:
+        (path,) = directory.glob(f"*{suffix}")
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def test_a_changed_hlo_beside_an_unchanged_dump_is_a_new_module(tmp_path):
+    """The HLO text supplies the stack-frame source locations: changing it changes the
+    module, whose new locations are loaded (it was 'already present', locations dropped)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(EDGE_GPU, tree)
+    db = tmp_path / "w.duckdb"
+    first = bufferhouse.ingest(tree, db=db)
+    assert first.ok and len(first.loaded) == 1
+    assert _sources(db, first.loaded[0].module_id) == {"step.py"}
+
+    again = bufferhouse.ingest(tree, db=db)  # nothing changed: a no-op
+    assert (len(again.loaded), len(again.present)) == (0, 1) and not again.present[0].warnings
+
+    hlo = tree / HLO_NAME
+    hlo.write_text(hlo.read_text().replace('"step.py"', '"train.py"'))
+    changed = bufferhouse.ingest(tree, db=db)
+    assert changed.ok and (len(changed.loaded), len(changed.present)) == (1, 0)
+    assert _sources(db, changed.loaded[0].module_id) == {"train.py"}
+    assert check_warehouse(db).ok
+
+
+def test_a_module_without_hlo_keeps_the_identity_of_earlier_releases(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(EDGE_GPU, tree)
+    (tree / HLO_NAME).unlink()
+    db = tmp_path / "w.duckdb"
+    assert bufferhouse.ingest(tree, db=db).ok
+    with duckdb.connect(str(db), read_only=True) as con:
+        (held,) = con.execute("SELECT content_hash FROM modules").fetchone()
+    assert held == _dump_only_hash(tree)
+
+
+def test_a_module_held_under_its_dump_files_alone_stays_present(tmp_path):
+    """A warehouse written by an earlier release identified the module by its dump files
+    only: re-ingesting the same tree (HLO changed or not) loads no second copy; the
+    labels go to the module held, and a warning names the HLO file not compared."""
+    tree = tmp_path / "tree"
+    shutil.copytree(EDGE_GPU, tree)
+    db = tmp_path / "old.duckdb"
+    (loaded,) = bufferhouse.ingest(tree, db=db).loaded
+    with duckdb.connect(str(db)) as con:  # as an earlier release stored it
+        con.execute("UPDATE modules SET content_hash = ?", [_dump_only_hash(tree)])
+
+    hlo = tree / HLO_NAME
+    hlo.write_text(hlo.read_text().replace('"step.py"', '"train.py"'))
+    again = bufferhouse.ingest(tree, db=db, labels={"seen": "again"})
+    assert again.ok and (len(again.loaded), len(again.present)) == (0, 1)
+    (present,) = again.present
+    assert present.module_id == loaded.module_id
+    (warning,) = present.warnings
+    assert warning.path == str(hlo) and "without this HLO text in its identity" in warning.message
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM modules").fetchone() == (1,)
+        labels = con.execute("SELECT module_id, key, value FROM labels").fetchall()
+    assert labels == [(loaded.module_id, "seen", "again")]
+    assert check_warehouse(db).ok

@@ -22,7 +22,8 @@ import pytest
 import bufferhouse
 from bench import synth
 from bufferhouse.check import check_warehouse
-from bufferhouse.load import _input_bytes_of, parse_in_workers
+from bufferhouse.load import handoff, parse_in_workers
+from bufferhouse.load.schedule import input_bytes
 from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
@@ -45,7 +46,7 @@ def test_the_largest_modules_are_parsed_first(tree):
     # One worker takes the modules in the order they are handed out.
     order = [files for files, _ in parse_in_workers(groups, 1, frozenset(), None)]
     assert order[0].stem == groups[-1].stem
-    sizes = [_input_bytes_of(files) for files in order]
+    sizes = [input_bytes(files) for files in order]
     assert sizes == sorted(sizes, reverse=True)
 
 
@@ -53,8 +54,10 @@ def test_one_process_also_writes_the_largest_module_first(tree, tmp_path):
     db = tmp_path / "one.duckdb"
     assert bufferhouse.ingest([tree], db=db, jobs=1).ok
     with bufferhouse.connect(db) as con:
-        stems = [r[0] for r in con.execute("SELECT file_stem FROM modules ORDER BY module_id").fetchall()]
-    size = {files.stem: _input_bytes_of(files) for files in discover([tree])}
+        stems = [
+            r[0] for r in con.execute("SELECT file_stem FROM modules ORDER BY module_id").fetchall()
+        ]
+    size = {files.stem: input_bytes(files) for files in discover([tree])}
     assert "jit_large" in stems[0]
     assert [size[s] for s in stems] == sorted(size.values(), reverse=True)
 
@@ -111,7 +114,7 @@ def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
 
 
 def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch):
-    ingest_stage = sys.modules["bufferhouse.load"]  # the pipeline stage
+    ingest_stage = sys.modules["bufferhouse.load.schedule"]  # where the thresholds live
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     groups = discover([tree])
     assert len(groups) < ingest_stage.PARALLEL_MIN_MODULES
@@ -128,7 +131,7 @@ def test_the_help_states_the_default_from_its_thresholds():
 
     from bufferhouse.cli import main
 
-    ingest_stage = sys.modules["bufferhouse.load"]
+    ingest_stage = sys.modules["bufferhouse.load.schedule"]
     out = CliRunner().invoke(main, ["ingest", "--help"], terminal_width=200).output
     assert f"one for fewer than {ingest_stage.PARALLEL_MIN_MODULES} modules" in out
     assert f"less than {ingest_stage.PARALLEL_MIN_BYTES >> 20} MiB of dumps" in out
@@ -141,4 +144,70 @@ def test_a_module_inside_a_log_counts_its_bytes(tmp_path):
     name = "module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt"
     log.write_text(f"I1124 start\n*** Begin /tmp/d/{name} ***\n{body}*** End /tmp/d/{name} ***\n")
     (group,) = discover([tmp_path])
-    assert len(body) - 1 <= _input_bytes_of(group) <= len(body)  # was 0: not a file
+    assert len(body) - 1 <= input_bytes(group) <= len(body)  # was 0: not a file
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below `pid` (the fork server, the resource tracker, the workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+                children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _ingest_with_workers_up(tree: Path, db: Path, **popen) -> tuple[subprocess.Popen, list[int]]:
+    """A `bufferhouse ingest -j 2` process, once both its workers are parsing."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "bufferhouse.cli", "ingest", str(tree), "-j", "2", "--db", str(db)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        **popen,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        if len(_workers_of(proc.pid)) == 2:
+            time.sleep(0.3)  # parsing, and handing off through /dev/shm
+            return proc, _descendants(proc.pid)
+        time.sleep(0.01)
+    proc.kill()
+    pytest.fail("the ingest ended before its workers were up")
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_workers_die_within_seconds_of_a_killed_ingest(tree, tmp_path):
+    """kill -9 of the ingest alone: its workers notice (within a second) and exit, and
+    with them the fork server and the resource tracker; nothing is left running."""
+    proc, below = _ingest_with_workers_up(tree, tmp_path / "w.duckdb")
+    assert len(below) >= 3  # fork server, two workers (and the resource tracker)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(map(handoff.alive, below)):
+        time.sleep(0.1)
+    assert not [p for p in below if handoff.alive(p)], "processes outlived the ingest"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
+def test_the_next_ingest_removes_what_a_killed_run_left_in_shared_memory(tree, tmp_path):
+    """kill -9 of the whole process group (ingest, tracker and all): its hand-off
+    directory and pool semaphores stay in /dev/shm until the next ingest removes them."""
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm")
+    proc, _ = _ingest_with_workers_up(tree, tmp_path / "w.duckdb", start_new_session=True)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    (left,) = Path("/dev/shm").glob(f"bufferhouse-ingest-{proc.pid}-*")
+    semaphores = [Path("/dev/shm", n) for n in (left / "semaphores").read_text().split()]
+    assert semaphores and all(s.exists() for s in semaphores)  # the tracker died too
+    assert bufferhouse.ingest([SAMPLES], db=tmp_path / "next.duckdb", jobs=1).ok
+    assert not left.exists()
+    assert not [s for s in semaphores if s.exists()]

@@ -33,6 +33,7 @@ from bufferhouse.export.dataset import (
 )
 from bufferhouse.queries import install_macros
 from bufferhouse.schema import SCHEMA_VERSION, TABLES, Table, quote_identifier, sql_string
+from bufferhouse.schema.warehouse import open_connection
 
 RAW_SCHEMA = "bh_parquet"
 ATTACHED_KEY = "attached_from"
@@ -245,8 +246,6 @@ def attach(source: str | os.PathLike[str], db: str | os.PathLike[str]) -> Attach
     An existing `db` is replaced only if an earlier attach made it; a real
     warehouse (or any other DuckDB file) is refused, never overwritten.
     """
-    from bufferhouse.schema.warehouse import open_connection
-
     path = os.fspath(db)
     if os.path.exists(path) and not _is_attached_file(path):
         raise ExportError(

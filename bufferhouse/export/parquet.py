@@ -21,9 +21,9 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -46,12 +46,13 @@ from bufferhouse.export.dataset import (
 from bufferhouse.load import (
     IngestReport,
     ModuleOutcome,
-    discover,
+    ingest_into,
+    new_run_id,
     parse_labels,
-    run_batches,
     run_record,
 )
 from bufferhouse.load.writer import Batch, ModuleBuffer
+from bufferhouse.parse.discover import discover
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -59,7 +60,9 @@ from bufferhouse.schema import (
     Table,
     quote_identifier,
 )
+from bufferhouse.schema.derive import derived_tables
 from bufferhouse.schema.tables import MEMORY_SPACE_NAMES
+from bufferhouse.schema.warehouse import connect
 
 #: Rows per Parquet file and per row group when exporting a warehouse.
 ROWS_PER_FILE = 8_000_000
@@ -75,10 +78,6 @@ class ExportReport:
     files: int = 0
     bytes_written: int = 0
     seconds: float = 0.0
-
-
-def _new_run_id() -> int:
-    return int(datetime.now(timezone.utc).timestamp() * 1_000_000)
 
 
 def _prepare_target(out_dir: Path, overwrite: bool) -> None:
@@ -151,11 +150,9 @@ def export_warehouse(
     An existing non-empty `out_dir` is refused unless `overwrite`, and even then
     only if it is a bufferhouse export.
     """
-    from bufferhouse.schema.warehouse import connect
-
     started = time.monotonic()
     target = Path(os.fspath(out_dir)).absolute()
-    label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
+    label_pairs = parse_labels(labels)
     chosen_tables = resolve_tables(tables)
     _prepare_target(target, overwrite)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -285,8 +282,6 @@ def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) 
 
 
 def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
-    import duckdb
-
     modules = read_table(root, "modules") if name != "modules" else data
     con = duckdb.connect()
     try:
@@ -345,7 +340,7 @@ def reserve_run(root: Path, run_id: int | None = None) -> int:
     Run ids are microseconds since the epoch; two writers starting in the same
     microsecond both try to create runs/run_id=N, and the loser takes N+1.
     """
-    run_id = _new_run_id() if run_id is None else run_id
+    run_id = new_run_id() if run_id is None else run_id
     runs = root / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     while True:
@@ -409,7 +404,7 @@ class PartWriter(ModuleBuffer):
         for table_name, data in tables.items():
             self._write(table_name, [data], name)
         if batch.modules:
-            for table_name, rows in _derived_parts(tables).items():
+            for table_name, rows in derived_tables(tables).items():
                 if rows.num_rows:
                     self._write(table_name, [rows], name)
         if label_rows:
@@ -436,13 +431,6 @@ class PartWriter(ModuleBuffer):
         self.files_written += 1
 
 
-def _derived_parts(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
-    """The derived tables of a batch's modules, by the warehouse writer's statements."""
-    from bufferhouse.schema.derive import derived_tables
-
-    return derived_tables(tables)
-
-
 def ingest_to_parquet(
     paths: Iterable[str | os.PathLike[str]],
     out_dir: str | os.PathLike[str],
@@ -466,7 +454,7 @@ def ingest_to_parquet(
     """
     started = time.monotonic()
     paths = [os.fspath(p) for p in paths]
-    label_pairs = list(labels.items()) if isinstance(labels, dict) else parse_labels(labels)
+    label_pairs = parse_labels(labels)
     root = Path(os.fspath(out_dir)).absolute()
     if root.exists() and not root.is_dir():
         raise ExportError(f"{root} exists and is not a directory")
@@ -482,15 +470,13 @@ def ingest_to_parquet(
         held=known_module_ids(root),
     )
     writer.start(paths)
-    report = IngestReport(str(root), writer.run_id)
-    run_batches(
-        groups,
+    return ingest_into(
         writer,
-        report,
+        groups,
+        str(root),
+        started,
         jobs=jobs,
         max_bytes=max_bytes,
         strict=strict,
         progress=progress,
     )
-    report.seconds = time.monotonic() - started
-    return report

@@ -22,6 +22,7 @@ from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.discover import text_path
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema, quote_identifier
+from bufferhouse.schema.derive import derive
 from bufferhouse.schema.ids import ModuleIds
 
 
@@ -356,6 +357,4 @@ def _insert_missing_labels(
 def _derive_batch(con: duckdb.DuckDBPyConnection, module_ids: list[int]) -> None:
     """The batch's derived rows, in its transaction: ids grow past every stored id,
     so [min, max] holds exactly this batch and the scans skip older row groups."""
-    from bufferhouse.schema.derive import derive
-
     derive(con, min(module_ids), max(module_ids))

@@ -27,7 +27,7 @@ from bufferhouse.errors import DumpError
 from bufferhouse.parse import memory
 from bufferhouse.parse.discover import ModuleFiles, stem_parts, text_path
 from bufferhouse.parse.model import ParsedModule
-from bufferhouse.parse.reader import content_digest, file_name, read_lines
+from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
 from bufferhouse.parse.text import vector
 from bufferhouse.parse.text.finish import finish
 from bufferhouse.parse.text.scan import _Parser
@@ -111,13 +111,16 @@ def parse_files(
         return ParseResult("failed", error=files.problems[0])
     dump_files = files.dump_files()
     try:
-        digest, nbytes = content_digest(
-            [p for _, p in dump_files], [file_name(p) for _, p in dump_files], max_bytes
+        identity = module_identity(
+            [p for _, p in dump_files], [file_name(p) for _, p in dump_files], files.hlo, max_bytes
         )
     except DumpError as exc:
         return ParseResult("failed", error=exc)
+    digest, nbytes = identity.content_hash, identity.bytes_read
     if digest in known:
         return ParseResult("present", content_hash=digest, bytes_read=nbytes)
+    if identity.dump_hash in known:  # held under its dump files alone: see _held_without_hlo
+        return _held_without_hlo(files, identity)
     try:
         parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
         row = _module_row(files, parsed, digest, nbytes)
@@ -142,6 +145,25 @@ def parse_files(
 
 
 _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
+
+
+def _held_without_hlo(files: ModuleFiles, identity: Identity) -> ParseResult:
+    """The warehouse holds these dump files under the identity of the dump files alone:
+    loaded by a release whose identity left the HLO text out, or before this HLO file
+    lay beside them. Loading them again would hold the module twice: it is present
+    (labels go to the module held), and a warning says its HLO text is not compared."""
+    assert files.hlo is not None
+    note = DumpError(
+        files.hlo,
+        0,
+        "the warehouse holds this module's dump files without this HLO text in its "
+        "identity (loaded by an earlier release, or before the HLO file was there): "
+        "kept as already present, with the source locations it was loaded with; a "
+        "changed HLO file is not picked up (ingest into a new warehouse to load it)",
+    )
+    return ParseResult(
+        "present", content_hash=identity.dump_hash, bytes_read=identity.bytes_read, warnings=[note]
+    )
 
 
 def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:

@@ -12,6 +12,7 @@ import io
 import os
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from bufferhouse.errors import DumpError
 
@@ -121,30 +122,66 @@ def log_members(path: str) -> list[tuple[str, str]]:
     return members
 
 
-def content_digest(paths: list[str], names: list[str], max_bytes: int | None) -> tuple[str, int]:
-    """SHA-256 over (base name, content) of each file, and the bytes read.
+@dataclass(frozen=True)
+class Identity:
+    """A module's identity, and the one earlier releases gave it."""
+
+    #: The dump files and, when there is one, the HLO text beside them: every
+    #: file whose content lands in the warehouse.
+    content_hash: str
+    #: The dump files alone, as earlier releases stored it; equal
+    #: to content_hash for a module without an HLO file.
+    dump_hash: str
+    bytes_read: int
+
+
+def module_identity(
+    paths: list[str], names: list[str], hlo: str | None, max_bytes: int | None
+) -> Identity:
+    """The module's identity, in one pass over its files: SHA-256 over (base name,
+    content) of each file, and the bytes of dump text read (`modules.bytes_read`).
 
     The names are part of the identity so that two compiles with identical
     text but different module numbers stay two modules, while the same tree
     read from another mount point is recognised as already loaded.
+    The HLO text supplies source locations (stack frames), so a changed HLO
+    beside unchanged dump files is a changed module. It is hashed after the
+    dump files, so the dump-only hash of earlier releases comes out on the way.
+    `max_bytes` limits the dump files only, as it always has; an HLO file that
+    cannot be read is left out (the parser then loads no locations from it).
     """
     h = hashlib.sha256()
     total = 0
     for path, name in zip(paths, names):
-        h.update(name.encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            with open_dump(path) as f:
-                while chunk := f.read(CHUNK):
-                    total += len(chunk)
-                    if max_bytes is not None and total > max_bytes:
-                        raise DumpError(
-                            path, 0, f"more than --max-bytes {max_bytes} bytes of text; skipped"
-                        )
-                    h.update(chunk)
-        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise DumpError(path, 0, f"cannot read file: {_describe(exc)}") from None
-        h.update(b"\0")
-    return h.hexdigest(), total
+        total = _feed(h, path, name, total, max_bytes)
+    dump_hash = h.hexdigest()
+    if hlo is None:
+        return Identity(dump_hash, dump_hash, total)
+    with_hlo = h.copy()
+    with_hlo.update(b"hlo\0")
+    try:
+        _feed(with_hlo, hlo, file_name(hlo), 0, None)
+    except DumpError:
+        return Identity(dump_hash, dump_hash, total)
+    return Identity(with_hlo.hexdigest(), dump_hash, total)
+
+
+def _feed(h, path: str, name: str, total: int, max_bytes: int | None) -> int:
+    """Hash one file's name and content into `h`; the bytes read so far."""
+    h.update(name.encode("utf-8", "surrogateescape") + b"\0")
+    try:
+        with open_dump(path) as f:
+            while chunk := f.read(CHUNK):
+                total += len(chunk)
+                if max_bytes is not None and total > max_bytes:
+                    raise DumpError(
+                        path, 0, f"more than --max-bytes {max_bytes} bytes of text; skipped"
+                    )
+                h.update(chunk)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DumpError(path, 0, f"cannot read file: {_describe(exc)}") from None
+    h.update(b"\0")
+    return total
 
 
 def _describe(exc: BaseException) -> str:

@@ -1,0 +1,223 @@
+"""The checks, one function each: run their statements (check/sql/*.sql), word the problems.
+
+Each returns the problems it found as `Problem`s; `_CHECKS` at the end is the
+order `check_warehouse` runs them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import duckdb
+
+from bufferhouse.queries import sql_files
+from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES, quote_identifier
+from bufferhouse.schema.derive import STATEMENTS, module_ranges
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing that is off: which check found it, about which module, what."""
+
+    check: str
+    message: str
+    module_id: int | None = None
+
+
+def statements() -> dict:
+    """The documented statements of the checks, by name."""
+    return sql_files("bufferhouse.check", "sql", "check")
+
+
+def rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[tuple]:
+    """The rows of the check statement `name`, with its parameters bound."""
+    return con.execute(statements()[name].sql, params).fetchall()
+
+
+_LABELS = next(t for t in TABLES if t.name == "labels")
+_MODULES = next(t for t in TABLES if t.name == "modules")
+
+
+def _row_counts(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """Each module's recorded row count per table equals the rows it has (whole modules)."""
+    expected = sorted(t.name for t in MODULE_TABLES)
+    problems = [
+        Problem("modules complete", f"row_counts records tables {keys}, expected {expected}", mid)
+        for mid, keys in rows(con, "row-count-tables", expected=expected)
+    ]
+    for table in MODULE_TABLES:
+        problems += [
+            Problem(
+                "modules complete",
+                f"{table.name}: {actual} rows, but {recorded} were written at ingest",
+                mid,
+            )
+            for mid, recorded, actual in rows(con, "row-counts", table_name=table.name)
+        ]
+    problems += [
+        Problem("modules complete", f"modules.{what} is {recorded} but {actual} rows", mid)
+        for mid, what, recorded, actual in rows(con, "module-counts")
+    ]
+    return problems
+
+
+def _totals(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """`Total bytes used` == the sum of the allocation sizes."""
+    return [
+        Problem("total bytes", f"total_bytes {total} but the allocations add up to {actual}", mid)
+        for mid, total, actual in rows(con, "total-bytes")
+    ]
+
+
+def _assignments(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """Every value's slice lies inside an allocation of its module."""
+    return [
+        Problem(
+            "assignments in bounds",
+            f"value {vid} at bytes {off}..{off + size} of allocation {idx} "
+            + ("which does not exist" if asize is None else f"of size {asize}"),
+            mid,
+        )
+        for mid, vid, idx, off, size, asize in rows(con, "assignments-in-bounds")
+    ]
+
+
+def _peak_list(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """The printed peak list is exactly the values live at the printed peak time,
+    its cumulative column is the running sum, and logical_peak_bytes is its sum."""
+    problems = [
+        Problem("peak list", f"{instruction}{index}: {side}", mid)
+        for mid, side, instruction, index in rows(con, "peak-list-members")
+    ]
+    problems += [
+        Problem(
+            "peak list",
+            f"peak entry {ordinal}: cumulative {cumulative} bytes, running sum {running}",
+            mid,
+        )
+        for mid, ordinal, cumulative, running in rows(con, "peak-list-running")
+    ]
+    problems += [
+        Problem(
+            "peak list", f"logical_peak_bytes {peak} but the peak list adds up to {printed}", mid
+        )
+        for mid, peak, printed in rows(con, "peak-list-sum")
+    ]
+    return problems
+
+
+def _schedule(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """The InstructionSequence has schedule_length steps; live ranges stay inside it."""
+    problems = [
+        Problem("schedule", f"schedule_length {length} but {steps} sequence rows", mid)
+        for mid, length, steps in rows(con, "schedule-length")
+    ]
+    problems += [
+        Problem("schedule", f"live range {name}{index} {start}-{end} is outside 0..{length}", mid)
+        for mid, name, index, start, end, length in rows(con, "live-ranges-in-schedule")
+    ]
+    return problems
+
+
+def _heap_peaks(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """heap_peaks agrees with the allocations it was computed from, and with modules."""
+    problems = [
+        Problem("heap peaks", f"color {color}: {what}", mid)
+        for mid, color, what in rows(con, "heap-peaks-colors")
+    ]
+    problems += [
+        Problem("heap peaks", f"modules.heap_peak_bytes {got} but heap_peaks says {want}", mid)
+        for mid, got, want in rows(con, "heap-peak-module")
+    ]
+    return problems
+
+
+def _derived(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """The derived tables hold what the schema's statements compute from the base rows now.
+
+    The recomputation goes into a temporary table (allowed on a read-only
+    connection), which the comparison reads twice.
+    """
+    problems = []
+    try:
+        for lo, hi in module_ranges(con):
+            for name, select in STATEMENTS.items():
+                con.execute(
+                    f"CREATE OR REPLACE TEMP TABLE bh_check_want AS\n{select}", {"lo": lo, "hi": hi}
+                )
+                problems += [
+                    Problem(
+                        "derived values",
+                        f"{name}: {n} rows differ from a recomputation from the module's rows",
+                        mid,
+                    )
+                    for mid, n in rows(con, "derived-differences", table_name=name, lo=lo, hi=hi)
+                ]
+    finally:
+        con.execute("DROP TABLE IF EXISTS bh_check_want")
+    return problems
+
+
+def _orphans(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """No row points at a module (or a run) that is not there."""
+    problems = []
+    for table in (*MODULE_TABLES, *DERIVED_TABLES, _LABELS):
+        problems += [
+            Problem("orphans", f"{n} {table.name} rows of a missing module", mid)
+            for mid, n in rows(con, "orphan-rows", table_name=table.name)
+        ]
+    problems += [
+        Problem("orphans", f"{n} diagnostics of a missing module", mid)
+        for mid, n in rows(con, "orphan-diagnostics")
+    ]
+    problems += [
+        Problem("orphans", f"loaded by run {run_id}, which is not in runs", mid)
+        for mid, run_id in rows(con, "orphan-runs")
+    ]
+    problems += [
+        Problem("orphans", f"content hash {content_hash} loaded {n} times")
+        for content_hash, n in rows(con, "duplicate-content")
+    ]
+    return problems
+
+
+def _module_ids(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """Module ids are unique, and every table stores its modules' rows in id order.
+
+    Ids grow with ingest order and rows are appended module by module, so each
+    module's rows follow those of every smaller id; that is what lets DuckDB's
+    min/max statistics skip all row groups but one module's. (Views, as in a file
+    made by `bufferhouse attach`, have no storage order to check.)
+    """
+    problems = [
+        Problem("module ids", f"module_id is shared by {n} modules", mid)
+        for mid, n in rows(con, "duplicate-ids")
+    ]
+    stored = {r[0] for r in rows(con, "stored-tables")}
+    for table in (_MODULES, *MODULE_TABLES):
+        if table.name not in stored:
+            continue
+        problems += [
+            Problem(
+                "module ids",
+                f"{table.name} rows lie before rows of module {before}, a smaller id: "
+                "a one-module query reads more row groups than it needs",
+                mid,
+            )
+            for mid, before in rows(con, "storage-order", quoted_table=quote_identifier(table.name))
+        ]
+    return problems
+
+
+CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], ...] = (
+    ("modules complete", _row_counts),
+    ("total bytes", _totals),
+    ("assignments in bounds", _assignments),
+    ("peak list", _peak_list),
+    ("schedule", _schedule),
+    ("heap peaks", _heap_peaks),
+    ("derived values", _derived),
+    ("orphans", _orphans),
+    ("module ids", _module_ids),
+)

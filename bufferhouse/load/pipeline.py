@@ -1,0 +1,237 @@
+"""The ingest loop: discovered modules, parsed (in workers or here), into a sink.
+
+A sink is a `ModuleBuffer`: the warehouse's `ModuleWriter`, or the Parquet
+`PartWriter` of `bufferhouse.export`. Both take whole modules and write them a
+batch at a time, so every module lands whole or not at all, with one commit per
+batch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timezone
+
+import duckdb
+
+from bufferhouse.errors import BufferhouseError, WarehouseError
+from bufferhouse.load import handoff
+from bufferhouse.load.report import IngestReport, ModuleOutcome
+from bufferhouse.load.schedule import largest_first, parser_processes
+from bufferhouse.load.workers import parse_in_workers
+from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
+from bufferhouse.parse import ParseResult, parse_files
+from bufferhouse.parse.discover import ModuleFiles, discover
+from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
+from bufferhouse.version import __version__
+
+Progress = Callable[[ModuleOutcome, int, int], None]
+
+
+def parse_labels(labels: Iterable[str] | dict[str, str]) -> list[tuple[str, str]]:
+    """`key=value` strings (or a dict) as (key, value) pairs; a malformed one is an error."""
+    if isinstance(labels, dict):
+        return list(labels.items())
+    out = []
+    for label in labels:
+        key, sep, value = label.partition("=")
+        if not sep or not key.strip():
+            raise BufferhouseError(f"label {label!r} is not of the form key=value")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+def new_run_id() -> int:
+    """Microseconds since the epoch: run ids grow with time."""
+    return int(datetime.now(timezone.utc).timestamp() * 1_000_000)
+
+
+def run_record(run_id: int, roots: list[str], labels: list[tuple[str, str]]) -> dict:
+    """The `runs` row of an ingest: when, from where, with which labels, by what."""
+    return {
+        "run_id": run_id,
+        "started_at": datetime.now(timezone.utc).replace(tzinfo=None),
+        "roots": roots,
+        "labels": [f"{k}={v}" for k, v in labels],
+        "host": socket.gethostname(),
+        "tool_version": __version__,
+    }
+
+
+def ingest_into(
+    sink: ModuleBuffer,
+    groups: list[ModuleFiles],
+    target: str,
+    started: float,
+    *,
+    jobs: int | None = None,
+    max_bytes: int | None = None,
+    strict: bool = False,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """The end every ingest shares, whatever the sink: run the batches, time the run."""
+    report = IngestReport(target, sink.run_id)
+    run_batches(
+        groups, sink, report, jobs=jobs, max_bytes=max_bytes, strict=strict, progress=progress
+    )
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def ingest_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    db: str | os.PathLike[str] | None = None,
+    *,
+    labels: Iterable[str] | dict[str, str] = (),
+    strict: bool = False,
+    jobs: int | None = None,
+    wait: float = 30.0,
+    max_bytes: int | None = None,
+    progress: Progress | None = None,
+    after_open: Callable[[object], None] | None = None,
+) -> IngestReport:
+    """Load every module under `paths` into the warehouse `db`.
+
+    Failing modules are reported (and recorded in `diagnostics`) while the rest
+    of the batch loads; with `strict` the ingest stops at the first failure.
+    """
+    started = time.monotonic()
+    paths = [os.fspath(p) for p in paths]
+    label_pairs = parse_labels(labels)
+    path = database_path(db)
+    groups = discover(paths)
+    con = open_connection(path, read_only=False, wait=wait)
+    try:
+        ensure_schema(con, path)
+        if after_open is not None:
+            after_open(con)
+        run_id = new_run_id()
+        writer = ModuleWriter(
+            con, run_id, label_pairs, run_row=run_record(run_id, paths, label_pairs)
+        )
+        jobs = parser_processes(groups, jobs)
+        # Parsing keeps `jobs` cores busy while DuckDB inserts and commits: its threads get
+        # the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes with
+        # 30% less CPU than two, and no slower.
+        con.execute(f"SET threads = {max(1, (os.cpu_count() or 1) - jobs)}")
+        return ingest_into(
+            writer,
+            groups,
+            path,
+            started,
+            jobs=jobs,
+            max_bytes=max_bytes,
+            strict=strict,
+            progress=progress,
+        )
+    except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
+        raise WarehouseError(
+            f"cannot write to warehouse {path}: {exc}. Modules committed before are intact."
+        ) from None
+    finally:
+        con.close()
+
+
+def run_batches(
+    groups: list[ModuleFiles],
+    writer: ModuleBuffer,
+    report: IngestReport,
+    *,
+    jobs: int | None = None,
+    max_bytes: int | None = None,
+    strict: bool = False,
+    progress: Progress | None = None,
+) -> None:
+    """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
+
+    The one ingest loop, whatever the sink: modules whose content hash the
+    sink holds (`writer.module_ids`, this run's included) are not parsed again
+    (only labelled), every outcome lands in `report`, and a loaded module is
+    reported once its batch is written. A full batch is written on a thread of
+    its own while the next one fills (DuckDB and Parquet writes release the
+    GIL), so parsing and writing overlap; batches are written one at a time,
+    in order, and at most two are held.
+    """
+    handoff.remove_leftovers()
+    known = writer.module_ids
+    jobs = parser_processes(groups, jobs)
+    if jobs == 1:
+        results: Iterable[tuple[ModuleFiles, ParseResult]] = (
+            (g, parse_files(g, known, max_bytes)) for g in largest_first(groups)
+        )
+    else:
+        results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+    waiting: list[ModuleOutcome] = []
+    writing: tuple[Future[int], list[ModuleOutcome]] | None = None
+
+    def report_outcome(outcome: ModuleOutcome) -> None:
+        report.outcomes.append(outcome)
+        if progress is not None:
+            progress(outcome, len(report.outcomes), len(groups))
+
+    def settle() -> None:
+        """Wait for the batch being written (its error is raised here); report its modules."""
+        nonlocal writing
+        if writing is None:
+            return
+        future, outcomes = writing
+        writing = None
+        future.result()
+        for outcome in outcomes:
+            report_outcome(outcome)
+
+    def flush(thread: ThreadPoolExecutor) -> None:
+        nonlocal writing
+        batch, outcomes = writer.take(), waiting[:]
+        waiting.clear()
+        settle()
+        writing = (thread.submit(writer.write, batch), outcomes)
+
+    with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
+        try:
+            for files, result in results:
+                outcome = _stage(writer, files, result)
+                if outcome.status == "loaded":
+                    waiting.append(outcome)
+                else:
+                    report_outcome(outcome)
+                if writer.full:
+                    flush(thread)
+                if strict and outcome.status == "failed":
+                    written = len(writing[1]) if writing is not None else 0
+                    seen = len(report.outcomes) + written + len(waiting)
+                    report.stopped_early = seen < len(groups)
+                    break
+            flush(thread)
+            settle()
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+            if writing is not None:  # leaving on an error: let the write finish, quietly
+                with contextlib.suppress(Exception):
+                    writing[0].result()
+
+
+def _stage(writer: ModuleBuffer, files: ModuleFiles, result: ParseResult) -> ModuleOutcome:
+    """Queue a parsed module for the next batch (or record why it is not loaded)."""
+    if result.status == "failed":
+        assert result.error is not None
+        writer.add_failure(result.error)
+        return ModuleOutcome(files, "failed", error=result.error, bytes_read=result.bytes_read)
+    assert result.content_hash is not None
+    if result.status == "present" or result.content_hash in writer.module_ids:
+        # The same content seen again (this run or an earlier one): only new labels land.
+        module_id = writer.add_labels(result.content_hash)
+        return ModuleOutcome(
+            files, "present", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+        )
+    assert result.module_row is not None and result.tables is not None
+    module_id = writer.add(result.module_row, result.tables, result.warnings)
+    return ModuleOutcome(
+        files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+    )

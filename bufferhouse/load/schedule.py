@@ -1,0 +1,51 @@
+"""How many processes parse, and in which order modules are handed out."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.reader import stored_size
+
+#: Below this many bytes of dump files and PARALLEL_MIN_MODULES modules, the
+#: default is one process (see parser_processes).
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+#: A small module costs a parser ~10 ms of fixed work, so many small ones repay
+#: the second the worker processes take to start (1,134 corpus modules, 22 MB:
+#: 14.8-17.6 s in one process, 11.3-12.6 s in two).
+PARALLEL_MIN_MODULES = 256
+
+
+def parser_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
+    """How many processes parse `groups`: `jobs`, or by default all cores (one for small
+    inputs: worker processes take about a second to start), never more than modules."""
+    if jobs is None:
+        small = (
+            len(groups) < PARALLEL_MIN_MODULES
+            and sum(map(input_bytes, groups)) < PARALLEL_MIN_BYTES
+        )
+        jobs = 1 if small else os.cpu_count() or 1
+    return max(1, min(jobs, len(groups) or 1))
+
+
+def largest_first(groups: list[ModuleFiles]) -> list[ModuleFiles]:
+    """The order modules are parsed and written in, by one process or many.
+
+    With many, it keeps the run from ending on one large module. With one or
+    many, the batches that follow the large modules are small, and the last
+    transaction, whose rewritten row groups no later write reuses, frees
+    little: on the 200 MB bench fleet, 46 MB of warehouse instead of 71 MB
+    in input order (374 free blocks of 1,078). Stable: ties keep input order.
+    """
+    return sorted(groups, key=input_bytes, reverse=True)
+
+
+def input_bytes(group: ModuleFiles) -> int:
+    """About how many bytes of text a module's dump files hold (0 for any it cannot stat)."""
+    total = 0
+    for _, path in group.dump_files():
+        with contextlib.suppress(OSError):
+            size = stored_size(path)
+            total += size * 8 if path.endswith(".gz") else size  # gz: about 8x text
+    return total

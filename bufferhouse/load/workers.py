@@ -1,0 +1,156 @@
+"""Parser worker processes: a pool that survives the death of a worker.
+
+Each worker parses one module per task and hands its tables back through
+shared memory (`handoff`). A worker that dies fails only the module it was
+parsing; the pool is rebuilt around it. A worker whose ingest process is gone
+(killed) exits within a second.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import select
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+
+from bufferhouse.errors import DumpError
+from bufferhouse.load import handoff
+from bufferhouse.load.schedule import largest_first
+from bufferhouse.parse import ParseResult, parse_files
+from bufferhouse.parse.discover import ModuleFiles
+
+_known: frozenset[str] = frozenset()
+_max_bytes: int | None = None
+_handoff: str | None = None
+
+
+def _init_worker(
+    known: frozenset[str], max_bytes: int | None, directory: str | None, parent: int
+) -> None:
+    global _known, _max_bytes, _handoff
+    _known, _max_bytes, _handoff = known, max_bytes, directory
+    _follow(parent)
+
+
+#: How often a worker without pidfd looks for its ingest process.
+WATCH_SECONDS = 0.5
+
+
+def _follow(parent: int) -> None:
+    """Exit this worker as soon as the ingest process `parent` is gone.
+
+    A worker's parent is the fork server, not the ingest, so the ingest's death
+    reaches it through nothing the pool provides: after a kill -9 of the ingest
+    its workers went on parsing for seconds, holding their shared memory. A
+    daemon thread waits on a pidfd of the ingest (readable when it exits), or
+    polls it every WATCH_SECONDS where pidfds are missing.
+    """
+
+    def watch() -> None:
+        try:
+            pidfd = os.pidfd_open(parent)
+        except (AttributeError, OSError):
+            pidfd = None
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            while handoff.alive(parent):
+                time.sleep(WATCH_SECONDS)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
+
+
+def _work(files: ModuleFiles) -> ParseResult:
+    result = parse_files(files, _known, _max_bytes)
+    if result.tables is not None:
+        result.tables = handoff.ship(result.tables, _handoff)
+    return result
+
+
+def parse_in_workers(
+    groups: list[ModuleFiles], jobs: int, known: frozenset[str], max_bytes: int | None
+) -> Iterator[tuple[ModuleFiles, ParseResult]]:
+    """Parse in worker processes, yielding each result as soon as it is ready.
+
+    Results come in the order the modules finish, not the input order: with
+    input order a large module at the head of the queue kept the other
+    workers idle once the small modules behind it were done. The largest
+    modules are handed out first, so the run does not end with one worker
+    parsing a large module while the others wait (and its last batch, written
+    after all parsing, holds small modules). At most
+    2 x jobs modules are in flight, so memory stays bounded however large the
+    tree. A worker that dies (out of memory, a crash in a native library)
+    fails only the module it was parsing: the pool is rebuilt and each module
+    the death took down is retried alone once, to tell the culprit from its
+    neighbours.
+    """
+    ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
+    directory = handoff.make_directory()
+
+    def new_pool(workers: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            workers,
+            mp_context=ctx,
+            initializer=_init_worker,
+            initargs=(known, max_bytes, directory, os.getpid()),
+        )
+
+    def received(result: ParseResult) -> ParseResult:
+        if result.tables is not None:
+            result.tables = handoff.receive(result.tables)
+        return result
+
+    pool = new_pool(jobs)
+    handoff.note_semaphores(directory)
+    pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
+    todo = iter(largest_first(groups))
+    try:
+        while True:
+            while len(pending) < 2 * jobs:
+                nxt = next(todo, None)
+                if nxt is None:
+                    break
+                pending[pool.submit(_work, nxt)] = nxt
+            if not pending:
+                return
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            broken = None
+            for future in [f for f in pending if f in done]:
+                if isinstance(future.exception(), BrokenProcessPool):
+                    broken = broken or future
+                else:
+                    yield pending.pop(future), received(future.result())
+            if broken is None:
+                continue
+            # The pool is gone, and every module it held with it: the first is parsed
+            # alone (if it killed the worker, it fails alone), the rest in a new pool.
+            pool.shutdown(wait=False, cancel_futures=True)
+            files = pending.pop(broken)
+            yield files, received(_parse_alone(new_pool, files))
+            pool = new_pool(jobs)
+            handoff.note_semaphores(directory)
+            pending = {pool.submit(_work, f): f for f in pending.values()}
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        handoff.remove_directory(directory)  # with the files of results never read
+
+
+def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> ParseResult:
+    """Parse one module in a pool of its own; a second death fails only this module."""
+    alone = new_pool(1)
+    try:
+        return alone.submit(_work, files).result()
+    except BrokenProcessPool:
+        return ParseResult(
+            "failed",
+            error=DumpError(
+                files.display, 0, "the parser process died (out of memory?); module skipped"
+            ),
+        )
+    finally:
+        alone.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,86 @@
+-- name: heap_peak_buffers
+-- description: The buffers at each color's heap peak: every value live at the peak step, and for an indefinite allocation none of whose values is live there, its largest value (the allocation counts whole).
+-- param lo BIGINT = NULL: lowest module_id whose rows are derived
+-- param hi BIGINT = NULL: highest module_id whose rows are derived
+-- note: The one definition of the heap-peak membership rule: the heap_peak_values view reads these rows.
+-- note: Reads only the base rows of the modules with ids in [$lo, $hi]; the caller inserts the result into the table of this name.
+WITH placed AS MATERIALIZED (
+  -- each placed value of a color with a heap_peaks row. The steps are
+  -- materialized one join at a time: every table shares module_id, and left
+  -- to reorder, the planner has joined whole modules' tables on module_id
+  -- alone (hundreds of GB of intermediate rows on the bench warehouse)
+  SELECT
+    a.module_id, al.color, p.peak_time, a.value_id, a.allocation_index,
+    al.category, a.size
+  FROM assignments AS a
+  JOIN (
+    SELECT module_id, allocation_index, color, category
+    FROM allocations
+    WHERE module_id BETWEEN $lo AND $hi
+  ) AS al
+    ON al.module_id = a.module_id
+    AND al.allocation_index = a.allocation_index
+  JOIN (
+    SELECT module_id, color, peak_time
+    FROM heap_peaks
+    WHERE module_id BETWEEN $lo AND $hi
+  ) AS p
+    ON p.module_id = al.module_id AND p.color = al.color
+  WHERE a.module_id BETWEEN $lo AND $hi
+),
+facts AS MATERIALIZED (
+  -- live at the peak: the value's range covers the peak step (a temp value
+  -- without a range counts as live)
+  SELECT
+    f.*,
+    f.peak_time IS NOT NULL
+    AND (
+      (lr.start_time IS NULL AND f.category = 'temp')
+      OR f.peak_time BETWEEN lr.start_time AND lr.end_time
+    ) AS live_at_peak
+  FROM placed AS f
+  LEFT JOIN (
+    SELECT module_id, value_id, start_time, end_time
+    FROM live_ranges
+    WHERE module_id BETWEEN $lo AND $hi
+  ) AS lr
+    ON lr.module_id = f.module_id AND lr.value_id = f.value_id
+),
+indefinite AS (
+  -- an indefinite allocation counts whole: it shows its values live at the
+  -- peak, or, when none is, its largest value (lowest value_id on a tie)
+  SELECT
+    module_id,
+    allocation_index,
+    bool_or(live_at_peak) AS allocation_live,
+    max(size) AS top_size
+  FROM facts
+  WHERE category <> 'temp'
+  GROUP BY module_id, allocation_index
+),
+shown AS (
+  SELECT f.module_id, f.allocation_index, min(f.value_id) AS value_id
+  FROM facts AS f
+  JOIN indefinite AS d
+    ON d.module_id = f.module_id
+    AND d.allocation_index = f.allocation_index
+  WHERE NOT d.allocation_live AND f.size = d.top_size
+  GROUP BY f.module_id, f.allocation_index
+),
+listed AS MATERIALIZED (
+  SELECT * FROM facts WHERE live_at_peak
+  UNION ALL
+  SELECT f.*
+  FROM facts AS f
+  JOIN shown AS s
+    ON s.module_id = f.module_id
+    AND s.allocation_index = f.allocation_index
+    AND s.value_id = f.value_id
+)
+SELECT
+  l.module_id, l.color, l.peak_time, l.value_id, l.allocation_index,
+  l.category, l.size, v.logical_bytes, l.live_at_peak
+FROM listed AS l
+JOIN hlo_values AS v
+  ON v.module_id = l.module_id AND v.value_id = l.value_id
+WHERE v.module_id BETWEEN $lo AND $hi
