@@ -190,7 +190,7 @@ def test_workers_die_within_seconds_of_a_killed_ingest(tree, tmp_path):
     assert len(below) >= 3  # fork server, two workers (and the resource tracker)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 20  # they notice within a second; a loaded machine is slow to reap
     while time.monotonic() < deadline and any(map(handoff.alive, below)):
         time.sleep(0.1)
     assert not [p for p in below if handoff.alive(p)], "processes outlived the ingest"
