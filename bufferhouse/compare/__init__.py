@@ -202,7 +202,7 @@ def _classify(spec: str, role: str) -> tuple[str, list[str]]:
 
 
 def _sql(name: str) -> queries.Query:
-    return queries.sql_files("bufferhouse.queries", "diff", "diff")[name]
+    return queries.sql_files("bufferhouse.queries", "diff", "diff")[f"diff-{name}"]
 
 
 def diff_queries() -> list[queries.Query]:
