@@ -6,6 +6,7 @@ queries without looking at pixels, and used without matplotlib.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import duckdb
@@ -13,11 +14,19 @@ import duckdb
 from bufferhouse import queries
 from bufferhouse.errors import PlotError, UnknownModuleError
 from bufferhouse.render import human_bytes
+from bufferhouse.schema.warehouse import connect
 
 #: Exclusive allocation kinds that hold memory for the whole program (bottom of the stack).
 INDEFINITE_CATEGORIES = ("parameter", "output", "constant", "thread-local")
 #: Every layer of a heap timeline, bottom to top.
 LAYERS = (*INDEFINITE_CATEGORIES, "temp")
+
+
+def open_warehouse(db: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection with this release's views (what the gatherers expect)."""
+    con = connect(db, read_only=True)
+    queries.use_package_views(con)
+    return con
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[dict]:

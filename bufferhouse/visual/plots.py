@@ -53,6 +53,11 @@ def _matplotlib():
     return matplotlib, Figure
 
 
+def require_matplotlib() -> None:
+    """Raise MissingExtraError now, before any work, when the `plot` extra is missing."""
+    _matplotlib()
+
+
 @contextlib.contextmanager
 def _style(svg_text: bool = False):
     matplotlib, _ = _matplotlib()
