@@ -46,7 +46,7 @@ _NICE = (1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 
 def _matplotlib():
     try:
-        import matplotlib
+        import matplotlib  # deferred: the optional `plot` extra; a clear error without it
         from matplotlib.figure import Figure
     except ImportError:
         raise MissingExtraError("matplotlib", "plot", "drawing plots and reports") from None
@@ -75,6 +75,7 @@ def _style(svg_text: bool = False):
 
 def _byte_axis(axis, vmax: float) -> None:
     """Ticks at round binary multiples (256 KiB, 1 MiB, ...) labelled in human units."""
+    # deferred: matplotlib is the optional `plot` extra
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
     vmax = max(float(vmax), 1.0)
@@ -203,7 +204,7 @@ def _draw_timeline(tl: Timeline):
 
 
 def _color_for(name: str) -> str:
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # deferred: matplotlib is the optional `plot` extra
 
     rgba = colormaps["tab20"](zlib.crc32(name.encode()) % 20)
     return "#{:02x}{:02x}{:02x}".format(*(round(c * 255) for c in rgba[:3]))
@@ -217,7 +218,7 @@ def draw_arena(ar: Arena):
 
 def _draw_arena(ar: Arena):
     _, Figure = _matplotlib()
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # deferred: matplotlib is the optional `plot` extra
 
     fig = Figure(figsize=ARENA_SIZE, dpi=DPI)
     ax = fig.add_subplot()
