@@ -21,12 +21,12 @@ from bufferhouse.compare import (
     METRICS,
     Features,
     ModuleRef,
-    _pairs_table,
-    _run,
     diff_queries,
     match_modules,
     parse_threshold,
 )
+from bufferhouse.compare.match import pairs_table as _pairs_table
+from bufferhouse.compare.statements import run as _run
 from bufferhouse.errors import DiffError
 from tests.conftest import CORPUS, GOLDEN, hash_keyed, module_hashes
 

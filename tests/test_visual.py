@@ -12,8 +12,11 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bufferhouse
 from bufferhouse.cli import main
@@ -25,6 +28,7 @@ pytest.importorskip("matplotlib", reason="the plot extra is not installed")
 from bufferhouse import visual
 from bufferhouse.render import human_bytes
 from bufferhouse.visual import plots, report
+from bufferhouse.visual.data import ModuleRef, Timeline, envelope
 
 SAMPLE = "003_186bba49641ec33a"
 ARTIFACTS = Path(__file__).parent.parent / "test-artifacts"
@@ -125,6 +129,98 @@ def test_timeline_files_are_valid_images_of_the_promised_size(modules, tmp_path,
         )
         ids = {e.get("id") for e in root.iter()}
         assert {"layer-temp", "layer-parameter", "peak-line"} <= ids
+
+
+# ------------------------------------------------- long timelines: envelopes
+
+
+@st.composite
+def _series(draw):
+    values = draw(st.lists(st.integers(0, 2**40), min_size=1, max_size=400))
+    columns = draw(st.integers(3, 60))
+    keep = draw(st.none() | st.integers(0, len(values) - 1))
+    first = draw(st.integers(0, 5))
+    return list(range(first, first + len(values))), values, columns, keep
+
+
+@settings(max_examples=300, deadline=None)
+@given(_series())
+def test_envelope_bounds_the_series_and_keeps_the_peak_exact(case):
+    steps, values, columns, keep = case
+    env = envelope(steps, values, columns, keep)
+    assert len(env.low) == len(env.high) == len(env.edges) - 1 <= max(columns, 1)
+    assert env.edges[0] == steps[0] and env.edges[-1] == steps[-1] + 1
+    assert all(a < b for a, b in zip(env.edges, env.edges[1:]))
+    # Each bucket's low and high are the least and most of the original values in it.
+    for i, (lo, hi) in enumerate(zip(env.low, env.high)):
+        inside = [v for t, v in zip(steps, values) if env.edges[i] <= t < env.edges[i + 1]]
+        assert (lo, hi) == (min(inside), max(inside))
+    if len(values) <= columns:
+        assert env.low == env.high == values  # short series: step by step
+    if keep is not None:
+        b = env.bucket_of(steps[keep])
+        assert (env.edges[b], env.edges[b + 1]) == (steps[keep], steps[keep] + 1)
+        assert env.low[b] == env.high[b] == values[keep]
+    assert max(env.high) == max(values)
+
+
+def _long_timeline(n: int = 200_000) -> Timeline:
+    """A synthetic timeline of n steps: a noisy random walk of temp bytes with one
+    sharp single-step peak, over constant parameters and outputs."""
+    rng = np.random.default_rng(7)
+    temp = np.cumsum(rng.integers(-(2**20), 2**20, n))
+    temp = temp - temp.min() + rng.integers(0, 2**22, n)
+    peak_time = int(n * 0.37)
+    temp[peak_time] = temp.max() + 2**26
+    indefinite = {"parameter": 3 * 2**30, "output": 2**29, "constant": 0, "thread-local": 0}
+    live = temp + sum(indefinite.values())
+    ref = ModuleRef(1, "jit_long", "module_0001.jit_long", "0123456789ab", "cpu", None,
+                    int(live.max()), None, None)  # fmt: skip
+    return Timeline(
+        module=ref,
+        space=0,
+        space_name="host",
+        steps=list(range(n)),
+        instructions=[f"fusion.{i}" for i in range(n)],
+        temp_bytes=temp.tolist(),
+        live_bytes=live.tolist(),
+        indefinite=indefinite,
+        peak_time=peak_time,
+        peak_bytes=int(live[peak_time]),
+    )
+
+
+def test_a_long_timeline_is_drawn_as_its_envelope_and_stays_small(tmp_path):
+    tl = _long_timeline()
+    assert tl.peak_bytes == max(tl.live_bytes)
+    fig = plots.draw_timeline(tl)
+    ax = fig.axes[0]
+    drawn = {a.get_gid(): a for a in ax.patches if (a.get_gid() or "").startswith("layer-")}
+    assert list(drawn) == ["layer-parameter", "layer-output", "layer-temp", "layer-temp-low"]
+    base = sum(tl.indefinite.values())
+    (param_top,), _, param_base = drawn["layer-parameter"].get_data()
+    assert (param_top, param_base) == (tl.indefinite["parameter"], 0)
+    high, edges, baseline = drawn["layer-temp"].get_data()
+    low, low_edges, _ = drawn["layer-temp-low"].get_data()
+    assert list(edges) == list(low_edges) and baseline == base
+    assert len(edges) - 1 <= ax.get_window_extent().width + 1  # one bucket per pixel column
+    # The drawn band bounds every step of the original series ...
+    bucket = np.searchsorted(edges, tl.steps, side="right") - 1
+    live = np.asarray(tl.live_bytes)
+    assert (np.asarray(low)[bucket] <= live).all() and (live <= np.asarray(high)[bucket]).all()
+    # ... and the peak is a bucket of its own, at its exact time and value.
+    b = bucket[tl.peak_time]
+    assert (edges[b], edges[b + 1]) == (tl.peak_time, tl.peak_time + 1)
+    assert high[b] == low[b] == tl.peak_bytes == max(high)
+    (marker,) = [a for a in ax.lines if a.get_gid() == "peak-marker"]
+    assert list(marker.get_xdata()) == [tl.peak_time + 0.5]
+    assert list(marker.get_ydata()) == [tl.peak_bytes]
+    # What a file or the report holds stays small: the full series as SVG is megabytes.
+    out = plots.save(fig, tmp_path / "long.svg")
+    assert out.stat().st_size < 400_000, out.stat().st_size
+    assert len(plots.inline_svg(fig, prefix="t-")) < 400_000
+    png = plots.save(fig, tmp_path / "long.png")
+    assert _png_size(png) == tuple(int(x * plots.DPI) for x in plots.TIMELINE_SIZE)
 
 
 # --------------------------------------------------------------------- arena

@@ -14,19 +14,17 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
-from bufferhouse import queries
-from bufferhouse.schema.warehouse import connect
-from bufferhouse.visual import data
+from bufferhouse.visual import data, plots
 from bufferhouse.visual.data import (
     Arena,
     ModuleChoice,
     ModuleRef,
     Timeline,
     human_bytes,
+    open_warehouse,
     resolve_module,
 )
+from bufferhouse.visual.report import write_report
 
 __all__ = [
     "Arena",
@@ -43,13 +41,6 @@ __all__ = [
     "timeline",
     "write_report",
 ]
-
-
-def open_warehouse(db: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-only connection with this release's views (what the gatherers expect)."""
-    con = connect(db, read_only=True)
-    queries.use_package_views(con)
-    return con
 
 
 @dataclass
@@ -91,8 +82,6 @@ def plot_timeline(
 
     >>> visual.plot_timeline("jit_train_step", "timeline.svg", db="fleet.duckdb", space=0)
     """
-    from bufferhouse.visual import plots
-
     plots.output_format(output)  # fail on a bad suffix before any work
     choice, tl = timeline(module, db=db, space=space, top=top)
     return Plotted(choice, tl, plots.save(plots.draw_timeline(tl), output))
@@ -109,15 +98,6 @@ def plot_arena(
 
     >>> visual.plot_arena("jit_train_step", "arena.svg", db="fleet.duckdb", allocation=4)
     """
-    from bufferhouse.visual import plots
-
     plots.output_format(output)
     choice, ar = arena(module, db=db, allocation=allocation)
     return Plotted(choice, ar, plots.save(plots.draw_arena(ar), output))
-
-
-def write_report(output: str | os.PathLike[str], **options):
-    """Write the self-contained HTML report; see bufferhouse.visual.report.write_report."""
-    from bufferhouse.visual import report
-
-    return report.write_report(output, **options)

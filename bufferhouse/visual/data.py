@@ -6,18 +6,29 @@ queries without looking at pixels, and used without matplotlib.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import duckdb
+import numpy as np
 
 from bufferhouse import queries
 from bufferhouse.errors import PlotError, UnknownModuleError
 from bufferhouse.render import human_bytes
+from bufferhouse.schema.warehouse import connect
 
 #: Exclusive allocation kinds that hold memory for the whole program (bottom of the stack).
 INDEFINITE_CATEGORIES = ("parameter", "output", "constant", "thread-local")
 #: Every layer of a heap timeline, bottom to top.
 LAYERS = (*INDEFINITE_CATEGORIES, "temp")
+
+
+def open_warehouse(db: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection with this release's views (what the gatherers expect)."""
+    con = connect(db, read_only=True)
+    queries.use_package_views(con)
+    return con
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[dict]:
@@ -160,6 +171,66 @@ def indefinite_by_category(
     return out
 
 
+@dataclass(frozen=True)
+class Envelope:
+    """A long series reduced to what a screen can show: its steps cut into
+    consecutive buckets (about one per pixel column), each with the least and
+    the most the series holds in it.
+
+    Every value lies within its bucket's [low, high], and both are attained
+    there, so a chart of the envelope covers exactly the pixels the full series
+    would. The kept step (a timeline's peak) is a bucket of its own: its time
+    and value stay exact.
+    """
+
+    edges: list[int]  # bucket i covers steps [edges[i], edges[i + 1])
+    low: list[int]
+    high: list[int]
+
+    def bucket_of(self, step: int) -> int:
+        """The index of the bucket holding `step`."""
+        return int(np.searchsorted(self.edges, step, side="right")) - 1
+
+
+def envelope(
+    steps: Sequence[int], values: Sequence[int], columns: int, keep: int | None = None
+) -> Envelope:
+    """The min/max envelope of `values` (one per step of `steps`, consecutive
+    integers as heap-timeline returns them) in at most `columns` buckets;
+    `keep` is the index of a step to keep as a bucket of its own (the peak).
+
+    A series no longer than `columns` comes back step by step.
+    """
+    n = len(values)
+    if n == 0:
+        return Envelope([], [], [])
+    if columns < 3:
+        raise ValueError(f"an envelope needs at least 3 columns, got {columns}")
+    if n <= columns:
+        cuts = np.arange(n + 1)
+    elif keep is None:
+        cuts = np.unique(np.linspace(0, n, columns + 1).round().astype(np.int64))
+    else:
+        if not 0 <= keep < n:
+            raise ValueError(f"keep {keep} is outside the series (0 .. {n - 1})")
+        rest = columns - 1  # buckets for the steps before and after the kept one
+        if 0 < keep < n - 1:
+            before = min(max(round(rest * keep / (n - 1)), 1), rest - 1)
+        else:
+            before = rest if keep else 0
+        parts = [np.linspace(0, keep, before + 1), [keep, keep + 1]]
+        parts.append(np.linspace(keep + 1, n, rest - before + 1))
+        cuts = np.unique(np.concatenate(parts).round().astype(np.int64))
+    series = np.asarray(values, dtype=np.int64)
+    starts = cuts[:-1]
+    first = np.asarray(steps, dtype=np.int64)[starts]
+    return Envelope(
+        edges=[*first.tolist(), int(steps[-1]) + 1],
+        low=np.minimum.reduceat(series, starts).tolist(),
+        high=np.maximum.reduceat(series, starts).tolist(),
+    )
+
+
 @dataclass
 class Timeline:
     """Live bytes of one module and memory space over program order.
@@ -187,6 +258,12 @@ class Timeline:
         out = {c: [b] * n for c, b in self.indefinite.items() if b}
         out["temp"] = list(self.temp_bytes)
         return out
+
+    def envelope(self, columns: int) -> Envelope:
+        """temp_bytes reduced to at most `columns` buckets, the peak step kept exact
+        (the only layer that varies: the indefinite ones are constant)."""
+        keep = None if self.peak_time is None else self.steps.index(self.peak_time)
+        return envelope(self.steps, self.temp_bytes, columns, keep)
 
     @property
     def peak_instruction(self) -> str | None:

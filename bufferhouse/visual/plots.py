@@ -18,12 +18,14 @@ from pathlib import Path
 from bufferhouse.errors import MissingExtraError, PlotError
 from bufferhouse.render import human_bytes
 from bufferhouse.visual.data import LAYERS as LAYERS_ORDER
-from bufferhouse.visual.data import Arena, Timeline
+from bufferhouse.visual.data import Arena, Envelope, Timeline
 
 #: Pixel size of saved figures: inches x DPI.
 TIMELINE_SIZE = (12.0, 6.0)
 ARENA_SIZE = (12.0, 6.5)
 DPI = 100
+#: Envelope buckets per pixel column of a timeline's axes.
+OVERSAMPLE = 1
 FORMATS = ("png", "svg")
 
 COLORS = {
@@ -46,11 +48,16 @@ _NICE = (1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000)
 
 def _matplotlib():
     try:
-        import matplotlib
+        import matplotlib  # deferred: the optional `plot` extra; a clear error without it
         from matplotlib.figure import Figure
     except ImportError:
         raise MissingExtraError("matplotlib", "plot", "drawing plots and reports") from None
     return matplotlib, Figure
+
+
+def require_matplotlib() -> None:
+    """Raise MissingExtraError now, before any work, when the `plot` extra is missing."""
+    _matplotlib()
 
 
 @contextlib.contextmanager
@@ -70,6 +77,7 @@ def _style(svg_text: bool = False):
 
 def _byte_axis(axis, vmax: float) -> None:
     """Ticks at round binary multiples (256 KiB, 1 MiB, ...) labelled in human units."""
+    # deferred: matplotlib is the optional `plot` extra
     from matplotlib.ticker import FuncFormatter, MultipleLocator
 
     vmax = max(float(vmax), 1.0)
@@ -117,23 +125,14 @@ def _draw_timeline(tl: Timeline):
     fig.subplots_adjust(left=0.08, right=0.99, top=0.9, bottom=0.1)
 
     n = len(tl.steps)
-    edges = [*tl.steps, tl.steps[-1] + 1] if n else [0, 1]
-    bottom = [0] * n
-    for category, values in tl.layers().items():
-        top = [b + v for b, v in zip(bottom, values)]
-        peak_value = max(values) if values else 0
-        label = f"{LABELS[category]}{' (peak)' if category == 'temp' else ''}: {human_bytes(peak_value)}"
-        ax.stairs(
-            top,
-            edges,
-            baseline=bottom,
-            fill=True,
-            color=COLORS[category],
-            alpha=0.9,
-            label=label,
-            gid=f"layer-{category}",
-        )
-        bottom = top
+    # More steps than the axes have pixel columns cannot be told apart: a long
+    # series is drawn as its envelope, one bucket per column.
+    columns = round(ax.get_position().width * fig.get_figwidth() * fig.dpi * OVERSAMPLE)
+    if n > columns:
+        _draw_envelope(ax, tl, tl.envelope(columns))
+    else:
+        _draw_steps(ax, tl)
+    edges = [tl.steps[0], tl.steps[-1] + 1] if n else [0, 1]
     ymax = max(tl.live_bytes) if tl.live_bytes else 1
     ax.set_xlim(edges[0], edges[-1])
     ax.set_ylim(0, ymax * 1.12 or 1)
@@ -158,8 +157,9 @@ def _draw_timeline(tl: Timeline):
             color="#d62728",
             fontsize=8,
         )
+    reduced = f" (min and max per pixel column of {n / columns:.0f} steps)" if n > columns else ""
     fig.suptitle(
-        f"{tl.module.module_name}  ·  {tl.module.hash_prefix}  ·  heap timeline, {n} steps",
+        f"{tl.module.module_name}  ·  {tl.module.hash_prefix}  ·  heap timeline, {n} steps{reduced}",
         x=0.08,
         ha="left",
         fontsize=11,
@@ -197,8 +197,72 @@ def _draw_timeline(tl: Timeline):
     return fig
 
 
+def _layer_label(category: str, peak: int) -> str:
+    return f"{LABELS[category]}{' (peak)' if category == 'temp' else ''}: {human_bytes(peak)}"
+
+
+def _draw_steps(ax, tl: Timeline) -> None:
+    """Every step: each layer one stair per step, stacked."""
+    n = len(tl.steps)
+    edges = [*tl.steps, tl.steps[-1] + 1] if n else [0, 1]
+    bottom = [0] * n
+    for category, values in tl.layers().items():
+        top = [b + v for b, v in zip(bottom, values)]
+        ax.stairs(
+            top,
+            edges,
+            baseline=bottom,
+            fill=True,
+            color=COLORS[category],
+            alpha=0.9,
+            label=_layer_label(category, max(values) if values else 0),
+            gid=f"layer-{category}",
+        )
+        bottom = top
+
+
+def _draw_envelope(ax, tl: Timeline, env: Envelope) -> None:
+    """A long timeline as its envelope: each constant layer one block, temp as a
+    solid area up to its least value in each bucket and a lighter band up to its
+    most (the pixels the full series would cover only in part)."""
+    base = 0
+    for category, value in tl.indefinite.items():
+        if value:
+            ax.stairs(
+                [base + value],
+                [env.edges[0], env.edges[-1]],
+                baseline=base,
+                fill=True,
+                color=COLORS[category],
+                alpha=0.9,
+                label=_layer_label(category, value),
+                gid=f"layer-{category}",
+            )
+            base += value
+    ax.stairs(
+        [base + v for v in env.high],
+        env.edges,
+        baseline=base,
+        fill=True,
+        color=COLORS["temp"],
+        alpha=0.4,
+        label="temp, highest in a pixel column",
+        gid="layer-temp",
+    )
+    ax.stairs(
+        [base + v for v in env.low],
+        env.edges,
+        baseline=base,
+        fill=True,
+        color=COLORS["temp"],
+        alpha=0.9,
+        label=_layer_label("temp", max(env.high)),
+        gid="layer-temp-low",
+    )
+
+
 def _color_for(name: str) -> str:
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # deferred: matplotlib is the optional `plot` extra
 
     rgba = colormaps["tab20"](zlib.crc32(name.encode()) % 20)
     return "#{:02x}{:02x}{:02x}".format(*(round(c * 255) for c in rgba[:3]))
@@ -212,7 +276,7 @@ def draw_arena(ar: Arena):
 
 def _draw_arena(ar: Arena):
     _, Figure = _matplotlib()
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Rectangle  # deferred: matplotlib is the optional `plot` extra
 
     fig = Figure(figsize=ARENA_SIZE, dpi=DPI)
     ax = fig.add_subplot()
