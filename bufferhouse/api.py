@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from bufferhouse import queries
 from bufferhouse.compare import DiffResult, diff
@@ -25,32 +27,38 @@ __all__ = [
 def ingest(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     db: str | os.PathLike[str] | None = None,
-    *,
-    labels: Iterable[str] | dict[str, str] = (),
-    strict: bool = False,
-    jobs: int | None = None,
-    wait: float = 30.0,
-    max_bytes: int | None = None,
-    progress: Callable[[ModuleOutcome, int, int], None] | None = None,
+    **options: Any,
 ) -> IngestReport:
     """Load dump files or trees into the warehouse `db` (default: $BUFFERHOUSE_DB or
     ./bufferhouse.duckdb). Modules already present are skipped; labels are added.
 
+    The options are load.ingest_paths' (labels, strict, jobs, wait, max_bytes,
+    progress), passed on as they are; this function adds the bh_* macros.
+
     >>> report = bufferhouse.ingest("dumps/", db="fleet.duckdb", labels={"jax": "0.7.2"})
     """
+    unknown = sorted(set(options) - set(_INGEST_OPTIONS))
+    if unknown:
+        raise TypeError(f"ingest() got unexpected keyword arguments: {', '.join(unknown)}")
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    return ingest_paths(
-        paths,
-        db,
-        labels=labels,
-        strict=strict,
-        jobs=jobs,
-        wait=wait,
-        max_bytes=max_bytes,
-        progress=progress,
-        after_open=queries.install_macros,
-    )
+    return ingest_paths(paths, db, after_open=queries.install_macros, **options)
+
+
+#: ingest's keyword options: ingest_paths' own, less the hook this module fills in.
+_INGEST_OPTIONS = {
+    name: p
+    for name, p in inspect.signature(ingest_paths).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "after_open"
+}
+ingest.__signature__ = inspect.signature(
+    ingest
+).replace(  # type: ignore[attr-defined]
+    parameters=[
+        *list(inspect.signature(ingest).parameters.values())[:2],
+        *_INGEST_OPTIONS.values(),
+    ]
+)
 
 
 def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True, wait: float = 0.0):
