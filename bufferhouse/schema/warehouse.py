@@ -131,13 +131,25 @@ def open_connection(
     return con
 
 
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params=None) -> tuple | None:
+    """The first row of a query, its result read to the end.
+
+    `execute(...).fetchone()` leaves the result unfinished, and DuckDB 2 then
+    refuses any other statement on that connection (ResourceInUseException):
+    a connection handed to a user must never carry one.
+    """
+    rows = con.execute(sql, params).fetchall() if params else con.execute(sql).fetchall()
+    return rows[0] if rows else None
+
+
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_info' AND schema_name = 'main'"
-    ).fetchone()[0]
+    (exists,) = first_row(
+        con,
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_info' AND schema_name = 'main'",
+    )
     if not exists:
         return None
-    row = con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
+    row = first_row(con, "SELECT value FROM schema_info WHERE key = 'schema_version'")
     return int(row[0]) if row else None
 
 
@@ -266,7 +278,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
         upgrade(con, path)
         check_version(con, path)
         return
-    existing = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]
+    (existing,) = first_row(con, "SELECT count(*) FROM duckdb_tables()")
     if existing:
         raise WarehouseError(f"{path} already holds tables that are not a bufferhouse warehouse")
     con.execute("BEGIN TRANSACTION")
