@@ -187,6 +187,22 @@ class Query:
         args = ", ".join(f"{p.name} := {p.default}" for p in self.params)
         return f"CREATE OR REPLACE MACRO {self.macro_name}({args}) AS TABLE\n{body}"
 
+    def shell_example(self) -> str:
+        """The macro call of the first example, arguments by name: DuckDB 1.2 and 1.3
+        bind a macro's defaulted parameters only by name (positional from 1.4 on)."""
+        given = {}
+        for example in self.examples[:1]:
+            for pair in re.findall(r"(?:--param|-p) (\S+)", example):
+                key, _, value = pair.partition("=")
+                given[key] = value
+        args = []
+        for p in self.params:
+            if p.name in given:
+                value = p.convert(given[p.name])
+                literal = sql_string(value) if isinstance(value, str) else str(value)
+                args.append(f"{p.name} := {literal}")
+        return f"FROM {self.macro_name}({', '.join(args)})"
+
     def view_sql(self) -> str:
         return f"CREATE OR REPLACE VIEW {quote_identifier(self.name)} AS\n{self.sql.strip().rstrip(';')}"
 
@@ -388,7 +404,9 @@ def markdown_reference() -> str:
         "Generated from the headers of `bufferhouse/queries/*.sql` "
         "(`python -m bufferhouse.docs` rewrites it; a test checks it is current).",
         "Run one with `bufferhouse query NAME [--param k=v]`, from Python with "
-        "`bufferhouse.query(NAME, db=..., k=v)`, or in the duckdb shell as `FROM bh_NAME(...)`.",
+        "`bufferhouse.query(NAME, db=..., k=v)`, or in the duckdb shell as "
+        "`FROM bh_NAME(k := v)` (by name: DuckDB 1.2 and 1.3 shells bind the macros' "
+        "parameters only by name; from 1.4 on they may also be given in order).",
         "",
     ]
     for q in queries():
@@ -401,10 +419,8 @@ def markdown_reference() -> str:
         out += [f"| `{c}` | {d} |" for c, d in q.columns]
         out.append("")
         out += [n + "\n" for n in q.notes]
-        first = q.params[0] if q.params else None
-        shell_args = first.default if first is not None and first.default != "NULL" else ""
         out += ["```sh", *(q.examples or (f"bufferhouse query {q.name}",))]
-        out += [f'duckdb fleet.duckdb -c "FROM {q.macro_name}({shell_args})"', "```", ""]
+        out += [f'duckdb fleet.duckdb -c "{q.shell_example()}"', "```", ""]
     out.append("## Views\n")
     out.append("Installed into the warehouse beside the tables; the queries build on them.\n")
     for v in views():
