@@ -9,8 +9,10 @@ from typing import Any
 
 from bufferhouse import queries
 from bufferhouse.compare import DiffResult, diff
+from bufferhouse.errors import DumpError
 from bufferhouse.load import IngestReport, ModuleOutcome, ingest_paths
 from bufferhouse.schema.warehouse import connect as _connect
+from bufferhouse.schema.warehouse import connect_sealed
 
 __all__ = [
     "DiffResult",
@@ -40,9 +42,20 @@ def ingest(
     unknown = sorted(set(options) - set(_INGEST_OPTIONS))
     if unknown:
         raise TypeError(f"ingest() got unexpected keyword arguments: {', '.join(unknown)}")
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
+    paths = require_paths(paths)
     return ingest_paths(paths, db, after_open=queries.install_macros, **options)
+
+
+def require_paths(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> list[str | os.PathLike[str]]:
+    """The paths as a list; a DumpError when none of them exists (a typo), before any
+    warehouse is created. Some missing among others: those fail, the rest loads."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not any(os.path.exists(p) for p in paths):
+        shown = ", ".join(os.fspath(p) for p in paths) or "(no path given)"
+        raise DumpError(shown, 0, "no such file or directory; nothing was written")
+    return paths
 
 
 #: ingest's keyword options: ingest_paths' own, less the hook this module fills in.
@@ -71,14 +84,27 @@ def query(name: str, db: str | os.PathLike[str] | None = None, **params: object)
 
     >>> bufferhouse.query("peak-buffers", db="fleet.duckdb", module="jit_train_step")
     """
-    q = queries.get(name)  # fail on an unknown name before opening anything
-    with _connect(db, read_only=True) as con:
+    q = queries.get(name)  # fail on an unknown name or parameter before opening anything
+    module = q.bind(params).get("module")
+    with connect_sealed(db) as con:
         queries.use_package_views(con)
+        if module is not None:  # a typo is an error with suggestions, not an empty table
+            queries.require_module(con, str(module))
         return queries.run(con, q.name, params)
 
 
-def sql(text: str, db: str | os.PathLike[str] | None = None, params: list | dict | None = None):
-    """Run ad-hoc SQL (read-only) on the warehouse; returns a pyarrow Table."""
-    with _connect(db, read_only=True) as con:
+def sql(
+    text: str,
+    db: str | os.PathLike[str] | None = None,
+    params: list | dict | None = None,
+    *,
+    allow_files: bool = False,
+):
+    """Run one ad-hoc SQL statement (read-only) on the warehouse; returns a pyarrow Table.
+
+    The SQL sees only the warehouse: no other files, network or extensions, unless
+    `allow_files` (then it may read and write files, as the duckdb shell does).
+    """
+    with connect_sealed(db, allow_files=allow_files) as con:
         queries.use_package_views(con)
         return queries.run_sql(con, text, params)

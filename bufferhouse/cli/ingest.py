@@ -7,7 +7,8 @@ import sys
 import click
 
 import bufferhouse
-from bufferhouse.cli.options import check_labels, db_option, handle_errors
+from bufferhouse.api import require_paths
+from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors
 from bufferhouse.export import ingest_to_parquet
 from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES, IngestReport
 from bufferhouse.render import human_bytes
@@ -90,12 +91,21 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
 
     options = {"labels": labels, "strict": strict, "jobs": jobs, "max_bytes": max_bytes}
     if to_parquet is not None:
+        paths = require_paths(paths)
         report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
     else:
         report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
     if interactive:
         click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
     summarize(report)
+    if not report.outcomes:
+        # A wrong directory, most likely: say so, and let a script notice.
+        click.echo(
+            f"bufferhouse: error: no XLA dump files found under {', '.join(map(str, paths))} "
+            "(directories are searched recursively)",
+            err=True,
+        )
+        sys.exit(DATA)
     sys.exit(0 if report.ok else 1)
 
 

@@ -93,15 +93,26 @@ def query_command(name, params, db, dialect, fmt, output, limit, human, wide) ->
 @click.command("sql")
 @click.argument("text")
 @db_option()
+@click.option(
+    "--allow-files",
+    is_flag=True,
+    help="Let the SQL read and write files (read_parquet, read_csv, COPY TO), reach the "
+    "network and load extensions, as the duckdb shell does. Off by default.",
+)
 @format_option
 @output_option
 @limit_option
 @human_option
 @wide_option
 @handle_errors
-def sql_command(text, db, fmt, output, limit, human, wide) -> None:
-    """Run ad-hoc SQL on the warehouse, read-only, with the same renderers.
+def sql_command(text, db, allow_files, fmt, output, limit, human, wide) -> None:
+    """Run one ad-hoc SQL statement on the warehouse, read-only, with the same renderers.
+
+    The SQL sees only the warehouse: reading or writing other files (COPY TO,
+    read_text, read_parquet), the network and INSTALL/LOAD fail unless
+    --allow-files is given.
 
     Example: bufferhouse sql "SELECT module_name, total_bytes FROM modules ORDER BY 2 DESC"
     """
-    emit(bufferhouse.sql(text, db), fmt, output, limit, human=human, wide=wide)
+    table = bufferhouse.sql(text, db, allow_files=allow_files)
+    emit(table, fmt, output, limit, human=human, wide=wide)

@@ -56,6 +56,7 @@ the subquery.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -64,7 +65,7 @@ from importlib import resources
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.errors import QueryError
+from bufferhouse.errors import QueryError, UnknownModuleError
 from bufferhouse.schema import quote_identifier, sql_string
 
 #: The module selector, a scalar macro installed beside the views (a view cannot take
@@ -363,10 +364,51 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+def require_module(con: duckdb.DuckDBPyConnection, key: str) -> None:
+    """Raise UnknownModuleError, with the nearest names, when `key` selects no module.
+
+    A typo in a module name would otherwise be an empty result that looks like
+    a module with nothing in it.
+    """
+    selected = con.execute(
+        f"SELECT count(*) FROM modules WHERE {MODULE_SELECTOR}", {"module": key}
+    ).fetchall()[0][0]
+    if selected:
+        return
+    like = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT module_name FROM modules "
+            "WHERE module_name ILIKE '%' || $key || '%' ORDER BY 1 LIMIT 5",
+            {"key": key},
+        ).fetchall()
+    ]
+    if len(like) < 5:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT module_name FROM modules UNION SELECT file_stem FROM modules"
+            ).fetchall()
+            if r[0] is not None
+        ]
+        close = difflib.get_close_matches(key, names, n=5 - len(like), cutoff=0.75)
+        like += [n for n in close if n not in like]
+    hint = f"; did you mean {', '.join(like)}?" if like else ""
+    raise UnknownModuleError(
+        key,
+        f"no module matches {key!r} (a module name, file stem, module_id or "
+        f"12-digit hash prefix){hint}",
+    )
+
+
 def run(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object] | None = None
 ) -> pa.Table:
-    """Run a canned query with bound parameters; returns an Arrow table."""
+    """Run a canned query with bound parameters; returns an Arrow table.
+
+    A `module` no module matches gives an empty table here (compare asks each side
+    whether it holds a module); the public API checks with require_module first.
+    """
     q = get(name)
     values = q.bind(params or {})
     used = q.used_params()
@@ -379,11 +421,31 @@ def run(
 def run_sql(
     con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None
 ) -> pa.Table:
+    """Run one SQL statement; several (`SELECT 1; SELECT 2`) or none is a QueryError,
+    rather than the last one's result alone."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(str(exc)) from None
+    if not statements:
+        raise QueryError("no SQL statement given (the text is empty or only comments)")
+    if len(statements) > 1:
+        raise QueryError(
+            f"the SQL holds {len(statements)} statements; give one at a time (a result "
+            "is one table, and only the last would be shown)"
+        )
     try:
         relation = con.sql(sql, params=params) if params else con.sql(sql)
         if relation is None:  # a statement without a result
             return pa.table({})
         return arrow_result(relation)
+    except duckdb.PermissionException as exc:
+        raise QueryError(
+            f"{exc}\nThe warehouse is opened with external access off: SQL reads only the "
+            "warehouse (no other files, no network, no extensions). To read or write your "
+            "own files, allow it: `bufferhouse sql --allow-files`, or "
+            "bufferhouse.sql(..., allow_files=True)."
+        ) from None
     except duckdb.Error as exc:
         raise QueryError(str(exc)) from None
 

@@ -121,4 +121,26 @@ LEFT JOIN (
   WHERE module_id IN (SELECT module_id FROM chosen)
 ) AS q
   ON q.module_id = s.module_id AND q.time = s.time
-ORDER BY c.module_id, s.time
+UNION ALL
+-- a key that selects no module is an error (a typo), not an empty result: the
+-- tool checks before it runs a query; this says it in the duckdb shell too
+SELECT
+  error(
+    'heap-timeline: no module matches ''' || $module
+    || ''' (a module name, file stem, module_id or 12-digit hash prefix)'
+  ),
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL
+WHERE NOT EXISTS (
+  SELECT 1
+  FROM modules
+  WHERE
+    bh_is_module($module, module_name, file_stem, module_id, content_hash)
+)
+ORDER BY module_id, time
