@@ -146,8 +146,71 @@ def test_unknown_parameter_lists_valid_ones(samples_db):
 def test_bad_parameter_value(samples_db):
     with pytest.raises(QueryError, match="wants an integer"):
         bufferhouse.query("top-modules", db=samples_db, top="ten")
-    with pytest.raises(QueryError, match="peak must be heap, logical or total"):
+    with pytest.raises(QueryError, match="peak wants one of heap, logical, total, got 'nope'"):
         bufferhouse.query("top-modules", db=samples_db, peak="nope")
+
+
+#: A value each declared parameter refuses, as text (--param) and as a Python value,
+#: with what the message must say. Every parameter of every canned query is here.
+_REFUSED = {
+    ("INTEGER", ">= 0"): [
+        ("99999999999999999999", "from 0 to 2147483647, got 99999999999999999999"),
+        ("-5", "from 0 to 2147483647, got -5"),
+        ("2147483648", "from 0 to 2147483647"),
+        ("1.5", "wants an integer, got '1.5'"),
+    ],
+    ("INTEGER", ">= 1"): [("0", "from 1 to 2147483647, got 0"), ("x", "wants an integer")],
+    ("VARCHAR", ""): [],
+    ("VARCHAR", "in"): [("nope", "wants one of")],
+}
+
+
+def _refused(p: queries.Param) -> list[tuple[str, str]]:
+    return _REFUSED[(p.type, "in" if p.choices else p.constraint)]
+
+
+_PARAMS = [(q, p) for q in ALL for p in q.params]
+
+
+@pytest.mark.parametrize(
+    ("query", "param"), _PARAMS, ids=[f"{q.name}:{p.name}" for q, p in _PARAMS]
+)
+def test_every_parameter_is_validated_with_the_tools_message(query, param):
+    """No engine error (Conversion Error, LIMIT cannot be negative) reaches the user."""
+    for text, message in _refused(param):
+        with pytest.raises(
+            QueryError, match=re.escape(f"parameter {param.name} ") + ".*" + re.escape(message)
+        ):
+            query.bind({param.name: text})
+        if param.type != "VARCHAR":
+            try:
+                value = int(text)
+            except ValueError:
+                continue
+            with pytest.raises(QueryError, match=re.escape(message.split(", got")[0])):
+                query.bind({param.name: value})
+    query.bind({param.name: None})  # NULL is every parameter's "not given"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["top-modules", "-p", "top=99999999999999999999"], "from 0 to 2147483647"),
+        (["top-modules", "-p", "top=-5"], "parameter top wants an integer from 0"),
+        (["peak-buffers", "-p", "space=-1"], "parameter space wants an integer from 0"),
+        (["by-source", "-p", "key_by=file"], "parameter key_by wants one of source, op_name"),
+        (["recompiles", "-p", "min_modules=0"], "parameter min_modules wants an integer from 1"),
+    ],
+)
+def test_cli_parameter_errors_are_usage_errors(args, message, samples_db):
+    from click.testing import CliRunner
+
+    from bufferhouse.cli import main
+
+    result = CliRunner().invoke(main, ["query", *args, "--db", str(samples_db)])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert "Error:" not in result.stderr.replace("bufferhouse: error:", "")  # no engine error
 
 
 def test_parameters_are_data_not_sql(samples_db):

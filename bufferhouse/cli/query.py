@@ -46,7 +46,7 @@ def queries_show(name: str) -> None:
     click.echo(f"{x.name}: {x.description}\n")
     click.echo("parameters:" if x.params else "parameters: none")
     for p in x.params:
-        click.echo(f"  {p.name} {p.type} = {p.default}: {p.doc}")
+        click.echo(f"  {p.name} {' '.join([p.type, p.constraint]).strip()} = {p.default}: {p.doc}")
     click.echo("\ncolumns:")
     for c, doc in x.columns:
         click.echo(f"  {c}: {doc}")

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -90,17 +91,70 @@ def selector_macro_sql(temp: bool = False) -> str:
 
 
 _HEADER = re.compile(r"--\s?(name|description|param|column|note|example)(?::\s?|\s+)(.*)$")
-_PARAM = re.compile(r"(\w+) (\w+(?:\[\])?) = (.+?): (.+)$")
+_PARAM = re.compile(r"(\w+) (\w+(?:\[\])?)(?: >= (-?\d+)| in \(([^)]*)\))? = (.+?): (.+)$")
 _COLUMN = re.compile(r"(\w+): (.+)$")
 _PLACEHOLDER = re.compile(r"\$(\w+)")
 
 
+#: The values DuckDB's integer types hold: a --param outside them is the tool's
+#: error, not DuckDB's Conversion Error.
+INTEGER_RANGES = {"INTEGER": (-(2**31), 2**31 - 1), "BIGINT": (-(2**63), 2**63 - 1)}
+
+
 @dataclass(frozen=True)
 class Param:
+    """A declared parameter: `-- param NAME TYPE [>= MIN | in (A, B)] = DEFAULT: doc`."""
+
     name: str
     type: str
     default: str  # SQL literal
     doc: str
+    minimum: int | None = None  # numbers: the least value accepted
+    choices: tuple[str, ...] = ()  # VARCHAR: the values accepted (NULL aside)
+
+    @property
+    def constraint(self) -> str:
+        """The declared range or choices as the docs show them ('' when none)."""
+        if self.minimum is not None:
+            return f">= {self.minimum}"
+        if self.choices:
+            return f"in ({', '.join(self.choices)})"
+        return ""
+
+    def check(self, value: object) -> object:
+        """`value` when the parameter accepts it; otherwise a QueryError that says what
+        it accepts (the value's type, its range, the choices)."""
+        if value is None or self.type.endswith("[]"):
+            return value
+        if self.type in INTEGER_RANGES:
+            low, high = INTEGER_RANGES[self.type]
+            if self.minimum is not None:
+                low = max(low, self.minimum)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise QueryError(f"parameter {self.name} wants an integer, got {value!r}")
+            if not low <= value <= high:
+                raise QueryError(
+                    f"parameter {self.name} wants an integer from {low} to {high}, got {value}"
+                )
+        elif self.type == "DOUBLE":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise QueryError(f"parameter {self.name} wants a number, got {value!r}")
+            if not math.isfinite(value) or (self.minimum is not None and value < self.minimum):
+                at_least = f" at least {self.minimum}" if self.minimum is not None else ""
+                raise QueryError(
+                    f"parameter {self.name} wants a finite number{at_least}, got {value}"
+                )
+        elif self.type == "BOOLEAN":
+            if not isinstance(value, bool):
+                raise QueryError(f"parameter {self.name} wants true or false, got {value!r}")
+        elif self.type == "VARCHAR":
+            if not isinstance(value, str):
+                raise QueryError(f"parameter {self.name} wants text, got {value!r}")
+            if self.choices and value not in self.choices:
+                raise QueryError(
+                    f"parameter {self.name} wants one of {', '.join(self.choices)}, got {value!r}"
+                )
+        return value
 
     def convert(self, text: str) -> object:
         """A --param value given as text, converted to the declared type.
@@ -174,7 +228,7 @@ class Query:
                 value = given[p.name]
                 if p.type == "VARCHAR" and isinstance(value, int) and not isinstance(value, bool):
                     value = str(value)  # a module_id from a notebook selects its module
-                out[p.name] = p.convert(value) if isinstance(value, str) else value
+                out[p.name] = p.check(p.convert(value) if isinstance(value, str) else value)
             else:
                 out[p.name] = p.default_value
         return out
@@ -244,8 +298,21 @@ def _parse(text: str, source: str, kind: str) -> Query:
     for spec in fields.get("param", []):
         m = _PARAM.match(spec)
         if not m:
-            raise QueryError(f"{source}: bad param line {spec!r} (want 'NAME TYPE = DEFAULT: doc')")
-        params.append(Param(*m.groups()))
+            raise QueryError(
+                f"{source}: bad param line {spec!r} "
+                "(want 'NAME TYPE [>= MIN | in (A, B)] = DEFAULT: doc')"
+            )
+        name, type_, minimum, choices, default, doc = m.groups()
+        params.append(
+            Param(
+                name,
+                type_,
+                default,
+                doc,
+                minimum=None if minimum is None else int(minimum),
+                choices=tuple(c.strip() for c in choices.split(",")) if choices else (),
+            )
+        )
     columns = []
     for spec in fields.get("column", []):
         m = _COLUMN.match(spec)
@@ -475,7 +542,11 @@ def markdown_reference() -> str:
         out += [f"## `{q.name}`", "", q.description, ""]
         if q.params:
             out += ["| parameter | type | default | meaning |", "| --- | --- | --- | --- |"]
-            out += [f"| `{p.name}` | {p.type} | `{p.default}` | {p.doc} |" for p in q.params]
+            out += [
+                f"| `{p.name}` | {' '.join([p.type, p.constraint]).strip()} | `{p.default}` "
+                f"| {p.doc} |"
+                for p in q.params
+            ]
             out.append("")
         out += ["| column | meaning |", "| --- | --- |"]
         out += [f"| `{c}` | {d} |" for c, d in q.columns]

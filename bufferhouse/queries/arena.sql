@@ -1,7 +1,7 @@
 -- name: arena
 -- description: The values of one allocation as blocks of byte range by program-order live range: how a temp arena is reused over time (XProf's buffer view).
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
--- param allocation INTEGER = NULL: Allocation index; NULL for the module's largest temp allocation.
+-- param allocation INTEGER >= 0 = NULL: Allocation index; NULL for the module's largest temp allocation.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column allocation_index: The allocation drawn.

@@ -1,7 +1,7 @@
 -- name: heap-timeline
 -- description: Live bytes of one module and memory space at every program-order step, split into indefinite and temp; its maximum is heap_peak_bytes.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
--- param space INTEGER = 0: Memory space (color).
+-- param space INTEGER >= 0 = 0: Memory space (color).
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column color: Memory space.
