@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from bufferhouse import queries
 from bufferhouse.compare import DiffResult, diff
+from bufferhouse.errors import DumpError
 from bufferhouse.load import IngestReport, ModuleOutcome, ingest_paths
 from bufferhouse.schema.warehouse import connect as _connect
+from bufferhouse.schema.warehouse import connect_sealed
 
 __all__ = [
     "DiffResult",
@@ -25,32 +29,49 @@ __all__ = [
 def ingest(
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
     db: str | os.PathLike[str] | None = None,
-    *,
-    labels: Iterable[str] | dict[str, str] = (),
-    strict: bool = False,
-    jobs: int | None = None,
-    wait: float = 30.0,
-    max_bytes: int | None = None,
-    progress: Callable[[ModuleOutcome, int, int], None] | None = None,
+    **options: Any,
 ) -> IngestReport:
     """Load dump files or trees into the warehouse `db` (default: $BUFFERHOUSE_DB or
     ./bufferhouse.duckdb). Modules already present are skipped; labels are added.
 
+    The options are load.ingest_paths' (labels, strict, jobs, wait, max_bytes,
+    progress), passed on as they are; this function adds the bh_* macros.
+
     >>> report = bufferhouse.ingest("dumps/", db="fleet.duckdb", labels={"jax": "0.7.2"})
     """
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [paths]
-    return ingest_paths(
-        paths,
-        db,
-        labels=labels,
-        strict=strict,
-        jobs=jobs,
-        wait=wait,
-        max_bytes=max_bytes,
-        progress=progress,
-        after_open=queries.install_macros,
-    )
+    unknown = sorted(set(options) - set(_INGEST_OPTIONS))
+    if unknown:
+        raise TypeError(f"ingest() got unexpected keyword arguments: {', '.join(unknown)}")
+    paths = require_paths(paths)
+    return ingest_paths(paths, db, after_open=queries.install_macros, **options)
+
+
+def require_paths(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+) -> list[str | os.PathLike[str]]:
+    """The paths as a list; a DumpError when none of them exists (a typo), before any
+    warehouse is created. Some missing among others: those fail, the rest loads."""
+    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    if not any(os.path.exists(p) for p in paths):
+        shown = ", ".join(os.fspath(p) for p in paths) or "(no path given)"
+        raise DumpError(shown, 0, "no such file or directory; nothing was written")
+    return paths
+
+
+#: ingest's keyword options: ingest_paths' own, less the hook this module fills in.
+_INGEST_OPTIONS = {
+    name: p
+    for name, p in inspect.signature(ingest_paths).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "after_open"
+}
+ingest.__signature__ = inspect.signature(
+    ingest
+).replace(  # type: ignore[attr-defined]
+    parameters=[
+        *list(inspect.signature(ingest).parameters.values())[:2],
+        *_INGEST_OPTIONS.values(),
+    ]
+)
 
 
 def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True, wait: float = 0.0):
@@ -63,14 +84,27 @@ def query(name: str, db: str | os.PathLike[str] | None = None, **params: object)
 
     >>> bufferhouse.query("peak-buffers", db="fleet.duckdb", module="jit_train_step")
     """
-    q = queries.get(name)  # fail on an unknown name before opening anything
-    with _connect(db, read_only=True) as con:
+    q = queries.get(name)  # fail on an unknown name or parameter before opening anything
+    module = q.bind(params).get("module")
+    with connect_sealed(db) as con:
         queries.use_package_views(con)
+        if module is not None:  # a typo is an error with suggestions, not an empty table
+            queries.require_module(con, str(module))
         return queries.run(con, q.name, params)
 
 
-def sql(text: str, db: str | os.PathLike[str] | None = None, params: list | dict | None = None):
-    """Run ad-hoc SQL (read-only) on the warehouse; returns a pyarrow Table."""
-    with _connect(db, read_only=True) as con:
+def sql(
+    text: str,
+    db: str | os.PathLike[str] | None = None,
+    params: list | dict | None = None,
+    *,
+    allow_files: bool = False,
+):
+    """Run one ad-hoc SQL statement (read-only) on the warehouse; returns a pyarrow Table.
+
+    The SQL sees only the warehouse: no other files, network or extensions, unless
+    `allow_files` (then it may read and write files, as the duckdb shell does).
+    """
+    with connect_sealed(db, allow_files=allow_files) as con:
         queries.use_package_views(con)
         return queries.run_sql(con, text, params)

@@ -82,8 +82,7 @@ class MissingExtraError(BufferhouseError):
         self.package = package
         self.extra = extra
         super().__init__(
-            f"{purpose} needs {package}, which is not installed: "
-            f"pip install 'bufferhouse[{extra}]'"
+            f"{purpose} needs {package}, which is not installed: pip install 'bufferhouse[{extra}]'"
         )
 
 

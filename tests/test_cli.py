@@ -178,3 +178,61 @@ def test_duckdb_cli_reads_the_warehouse(samples_db, tmp_path):
         check=True,
     ).stdout
     assert "One row per ingested module" in comments
+
+
+# --- typos and empty input (issue 18) ------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["peak-buffers", "heap-timeline", "arena"])
+def test_an_unknown_module_is_a_data_error_with_suggestions(name, samples_db):
+    result = run("query", name, "-p", "module=003_186bba49641ec33", "--db", samples_db)
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "no module matches '003_186bba49641ec33'" in result.stderr
+    assert "did you mean 003_186bba49641ec33a?" in result.stderr
+
+
+def test_a_path_that_does_not_exist_leaves_no_warehouse(tmp_path):
+    db = tmp_path / "w.duckdb"
+    result = run("ingest", tmp_path / "nope", "--db", db)
+    assert result.exit_code == 1
+    assert "nope: no such file or directory; nothing was written" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(bufferhouse.errors.DumpError):
+        bufferhouse.ingest(tmp_path / "nope", db)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_missing_path_beside_real_ones_fails_alone(tmp_path):
+    result = run("ingest", tmp_path / "nope", SAMPLES, "--db", tmp_path / "w.duckdb", "-q")
+    assert result.exit_code == 1
+    assert "5 loaded, 0 already present, 1 failed" in result.stderr
+
+
+def test_a_directory_without_dumps_says_so(tmp_path):
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "sub" / "notes.md").write_text("nothing here\n")
+    result = run("ingest", empty, "--db", tmp_path / "w.duckdb", "-q")
+    assert result.exit_code == 1
+    assert f"no XLA dump files found under {empty}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "no SQL statement given"),
+        ("  -- only a comment", "no SQL statement given"),
+        ("SELECT 1; SELECT 2", "the SQL holds 2 statements"),
+    ],
+)
+def test_sql_refuses_none_or_several_statements(text, message, samples_db):
+    result = run("sql", text, "--db", samples_db)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert message in result.stderr
+
+
+def test_sql_one_statement_with_a_trailing_semicolon(samples_db):
+    result = run("sql", "SELECT 1 AS one;", "--db", samples_db, "-f", "csv")
+    assert result.exit_code == 0 and result.stdout == "one\n1\n"

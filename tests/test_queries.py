@@ -12,7 +12,7 @@ from sqlglot.optimizer.qualify import qualify
 
 import bufferhouse
 from bufferhouse import queries
-from bufferhouse.errors import QueryError
+from bufferhouse.errors import QueryError, UnknownModuleError
 from bufferhouse.render import render_to_string
 from bufferhouse.schema import TABLES, sqlglot_schema
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
@@ -96,6 +96,12 @@ def empty_db(tmp_path_factory):
 @pytest.mark.parametrize("query", ALL, ids=IDS)
 def test_runs_on_empty_warehouse(query, empty_db):
     params = GOLDEN_PARAMS.get(query.name, {})
+    if "module" in params:  # no module to select: a typo as far as the query can tell
+        with pytest.raises(UnknownModuleError, match="no module matches"):
+            bufferhouse.query(query.name, db=empty_db, **params)
+        params = {k: v for k, v in params.items() if k != "module"}
+        if query.name in ("arena", "heap-timeline"):  # they need one
+            return
     table = bufferhouse.query(query.name, db=empty_db, **params)
     assert table.num_rows == 0
     assert table.column_names == [c for c, _ in query.columns]
@@ -140,13 +146,77 @@ def test_unknown_parameter_lists_valid_ones(samples_db):
 def test_bad_parameter_value(samples_db):
     with pytest.raises(QueryError, match="wants an integer"):
         bufferhouse.query("top-modules", db=samples_db, top="ten")
-    with pytest.raises(QueryError, match="peak must be heap, logical or total"):
+    with pytest.raises(QueryError, match="peak wants one of heap, logical, total, got 'nope'"):
         bufferhouse.query("top-modules", db=samples_db, peak="nope")
+
+
+#: A value each declared parameter refuses, as text (--param) and as a Python value,
+#: with what the message must say. Every parameter of every canned query is here.
+_REFUSED = {
+    ("INTEGER", ">= 0"): [
+        ("99999999999999999999", "from 0 to 2147483647, got 99999999999999999999"),
+        ("-5", "from 0 to 2147483647, got -5"),
+        ("2147483648", "from 0 to 2147483647"),
+        ("1.5", "wants an integer, got '1.5'"),
+    ],
+    ("INTEGER", ">= 1"): [("0", "from 1 to 2147483647, got 0"), ("x", "wants an integer")],
+    ("VARCHAR", ""): [],
+    ("VARCHAR", "in"): [("nope", "wants one of")],
+}
+
+
+def _refused(p: queries.Param) -> list[tuple[str, str]]:
+    return _REFUSED[(p.type, "in" if p.choices else p.constraint)]
+
+
+_PARAMS = [(q, p) for q in ALL for p in q.params]
+
+
+@pytest.mark.parametrize(
+    ("query", "param"), _PARAMS, ids=[f"{q.name}:{p.name}" for q, p in _PARAMS]
+)
+def test_every_parameter_is_validated_with_the_tools_message(query, param):
+    """No engine error (Conversion Error, LIMIT cannot be negative) reaches the user."""
+    for text, message in _refused(param):
+        with pytest.raises(
+            QueryError, match=re.escape(f"parameter {param.name} ") + ".*" + re.escape(message)
+        ):
+            query.bind({param.name: text})
+        if param.type != "VARCHAR":
+            try:
+                value = int(text)
+            except ValueError:
+                continue
+            with pytest.raises(QueryError, match=re.escape(message.split(", got")[0])):
+                query.bind({param.name: value})
+    query.bind({param.name: None})  # NULL is every parameter's "not given"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["top-modules", "-p", "top=99999999999999999999"], "from 0 to 2147483647"),
+        (["top-modules", "-p", "top=-5"], "parameter top wants an integer from 0"),
+        (["peak-buffers", "-p", "space=-1"], "parameter space wants an integer from 0"),
+        (["by-source", "-p", "key_by=file"], "parameter key_by wants one of source, op_name"),
+        (["recompiles", "-p", "min_modules=0"], "parameter min_modules wants an integer from 1"),
+    ],
+)
+def test_cli_parameter_errors_are_usage_errors(args, message, samples_db):
+    from click.testing import CliRunner
+
+    from bufferhouse.cli import main
+
+    result = CliRunner().invoke(main, ["query", *args, "--db", str(samples_db)])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert "Error:" not in result.stderr.replace("bufferhouse: error:", "")  # no engine error
 
 
 def test_parameters_are_data_not_sql(samples_db):
     hostile = "x'); DROP TABLE modules; --"
-    assert bufferhouse.query("modules", db=samples_db, module=hostile).num_rows == 0
+    with pytest.raises(UnknownModuleError, match="no module matches"):
+        bufferhouse.query("modules", db=samples_db, module=hostile)
     assert bufferhouse.query("modules", db=samples_db).num_rows == 5
 
 
@@ -385,10 +455,28 @@ def test_null_as_text_is_null_for_numbers_only(samples_db):
     assert q.bind({"module": "NULL"})["module"] == "NULL"
     everything = bufferhouse.query("fragmentation", db=samples_db, top=None)
     assert bufferhouse.query("fragmentation", db=samples_db, top="NULL") == everything
-    assert bufferhouse.query("fragmentation", db=samples_db, module="NULL").num_rows == 0
+    with pytest.raises(UnknownModuleError, match="no module matches 'NULL'"):
+        bufferhouse.query("fragmentation", db=samples_db, module="NULL")
 
 
 @pytest.mark.parametrize("name", ["arena", "heap-timeline"])
 def test_a_query_that_needs_a_module_says_so(name, samples_db):
     with pytest.raises(QueryError, match=f"{name} needs a module"):
         bufferhouse.query(name, db=samples_db)
+
+
+@pytest.mark.parametrize("query", MODULE_QUERIES, ids=[q.name for q in MODULE_QUERIES])
+def test_an_unknown_module_is_an_error_with_suggestions(query, samples_db):
+    """A typo is not an empty result: every query with a module parameter says so."""
+    with pytest.raises(UnknownModuleError, match=r"did you mean 003_186bba49641ec33a\?"):
+        bufferhouse.query(query.name, db=samples_db, module="003_186bba49641ec33b")
+
+
+@pytest.mark.parametrize("name", ["arena", "heap-timeline"])
+def test_a_macro_that_needs_a_module_rejects_an_unknown_one(name, samples_db):
+    """In the duckdb shell too, for the queries that need a module."""
+    macro = queries.get(name).macro_name
+    with duckdb.connect(str(samples_db), read_only=True) as con:
+        with pytest.raises(duckdb.Error, match=f"{name}: no module matches 'jit_trian'"):
+            con.sql(f"FROM {macro}(module := 'jit_trian')").fetchall()
+        assert con.sql(f"FROM {macro}(module := '003_186bba49641ec33a')").fetchall()

@@ -56,6 +56,8 @@ the subquery.
 from __future__ import annotations
 
 import contextlib
+import difflib
+import math
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -64,7 +66,7 @@ from importlib import resources
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.errors import QueryError
+from bufferhouse.errors import QueryError, UnknownModuleError
 from bufferhouse.schema import quote_identifier, sql_string
 
 #: The module selector, a scalar macro installed beside the views (a view cannot take
@@ -89,17 +91,70 @@ def selector_macro_sql(temp: bool = False) -> str:
 
 
 _HEADER = re.compile(r"--\s?(name|description|param|column|note|example)(?::\s?|\s+)(.*)$")
-_PARAM = re.compile(r"(\w+) (\w+(?:\[\])?) = (.+?): (.+)$")
+_PARAM = re.compile(r"(\w+) (\w+(?:\[\])?)(?: >= (-?\d+)| in \(([^)]*)\))? = (.+?): (.+)$")
 _COLUMN = re.compile(r"(\w+): (.+)$")
 _PLACEHOLDER = re.compile(r"\$(\w+)")
 
 
+#: The values DuckDB's integer types hold: a --param outside them is the tool's
+#: error, not DuckDB's Conversion Error.
+INTEGER_RANGES = {"INTEGER": (-(2**31), 2**31 - 1), "BIGINT": (-(2**63), 2**63 - 1)}
+
+
 @dataclass(frozen=True)
 class Param:
+    """A declared parameter: `-- param NAME TYPE [>= MIN | in (A, B)] = DEFAULT: doc`."""
+
     name: str
     type: str
     default: str  # SQL literal
     doc: str
+    minimum: int | None = None  # numbers: the least value accepted
+    choices: tuple[str, ...] = ()  # VARCHAR: the values accepted (NULL aside)
+
+    @property
+    def constraint(self) -> str:
+        """The declared range or choices as the docs show them ('' when none)."""
+        if self.minimum is not None:
+            return f">= {self.minimum}"
+        if self.choices:
+            return f"in ({', '.join(self.choices)})"
+        return ""
+
+    def check(self, value: object) -> object:
+        """`value` when the parameter accepts it; otherwise a QueryError that says what
+        it accepts (the value's type, its range, the choices)."""
+        if value is None or self.type.endswith("[]"):
+            return value
+        if self.type in INTEGER_RANGES:
+            low, high = INTEGER_RANGES[self.type]
+            if self.minimum is not None:
+                low = max(low, self.minimum)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise QueryError(f"parameter {self.name} wants an integer, got {value!r}")
+            if not low <= value <= high:
+                raise QueryError(
+                    f"parameter {self.name} wants an integer from {low} to {high}, got {value}"
+                )
+        elif self.type == "DOUBLE":
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise QueryError(f"parameter {self.name} wants a number, got {value!r}")
+            if not math.isfinite(value) or (self.minimum is not None and value < self.minimum):
+                at_least = f" at least {self.minimum}" if self.minimum is not None else ""
+                raise QueryError(
+                    f"parameter {self.name} wants a finite number{at_least}, got {value}"
+                )
+        elif self.type == "BOOLEAN":
+            if not isinstance(value, bool):
+                raise QueryError(f"parameter {self.name} wants true or false, got {value!r}")
+        elif self.type == "VARCHAR":
+            if not isinstance(value, str):
+                raise QueryError(f"parameter {self.name} wants text, got {value!r}")
+            if self.choices and value not in self.choices:
+                raise QueryError(
+                    f"parameter {self.name} wants one of {', '.join(self.choices)}, got {value!r}"
+                )
+        return value
 
     def convert(self, text: str) -> object:
         """A --param value given as text, converted to the declared type.
@@ -173,7 +228,7 @@ class Query:
                 value = given[p.name]
                 if p.type == "VARCHAR" and isinstance(value, int) and not isinstance(value, bool):
                     value = str(value)  # a module_id from a notebook selects its module
-                out[p.name] = p.convert(value) if isinstance(value, str) else value
+                out[p.name] = p.check(p.convert(value) if isinstance(value, str) else value)
             else:
                 out[p.name] = p.default_value
         return out
@@ -186,6 +241,22 @@ class Query:
         body = _PLACEHOLDER.sub(lambda m: m.group(1), self.sql.strip().rstrip(";"))
         args = ", ".join(f"{p.name} := {p.default}" for p in self.params)
         return f"CREATE OR REPLACE MACRO {self.macro_name}({args}) AS TABLE\n{body}"
+
+    def shell_example(self) -> str:
+        """The macro call of the first example, arguments by name: DuckDB 1.2 and 1.3
+        bind a macro's defaulted parameters only by name (positional from 1.4 on)."""
+        given = {}
+        for example in self.examples[:1]:
+            for pair in re.findall(r"(?:--param|-p) (\S+)", example):
+                key, _, value = pair.partition("=")
+                given[key] = value
+        args = []
+        for p in self.params:
+            if p.name in given:
+                value = p.convert(given[p.name])
+                literal = sql_string(value) if isinstance(value, str) else str(value)
+                args.append(f"{p.name} := {literal}")
+        return f"FROM {self.macro_name}({', '.join(args)})"
 
     def view_sql(self) -> str:
         return f"CREATE OR REPLACE VIEW {quote_identifier(self.name)} AS\n{self.sql.strip().rstrip(';')}"
@@ -227,8 +298,21 @@ def _parse(text: str, source: str, kind: str) -> Query:
     for spec in fields.get("param", []):
         m = _PARAM.match(spec)
         if not m:
-            raise QueryError(f"{source}: bad param line {spec!r} (want 'NAME TYPE = DEFAULT: doc')")
-        params.append(Param(*m.groups()))
+            raise QueryError(
+                f"{source}: bad param line {spec!r} "
+                "(want 'NAME TYPE [>= MIN | in (A, B)] = DEFAULT: doc')"
+            )
+        name, type_, minimum, choices, default, doc = m.groups()
+        params.append(
+            Param(
+                name,
+                type_,
+                default,
+                doc,
+                minimum=None if minimum is None else int(minimum),
+                choices=tuple(c.strip() for c in choices.split(",")) if choices else (),
+            )
+        )
     columns = []
     for spec in fields.get("column", []):
         m = _COLUMN.match(spec)
@@ -347,10 +431,51 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+def require_module(con: duckdb.DuckDBPyConnection, key: str) -> None:
+    """Raise UnknownModuleError, with the nearest names, when `key` selects no module.
+
+    A typo in a module name would otherwise be an empty result that looks like
+    a module with nothing in it.
+    """
+    selected = con.execute(
+        f"SELECT count(*) FROM modules WHERE {MODULE_SELECTOR}", {"module": key}
+    ).fetchall()[0][0]
+    if selected:
+        return
+    like = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT module_name FROM modules "
+            "WHERE module_name ILIKE '%' || $key || '%' ORDER BY 1 LIMIT 5",
+            {"key": key},
+        ).fetchall()
+    ]
+    if len(like) < 5:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT module_name FROM modules UNION SELECT file_stem FROM modules"
+            ).fetchall()
+            if r[0] is not None
+        ]
+        close = difflib.get_close_matches(key, names, n=5 - len(like), cutoff=0.75)
+        like += [n for n in close if n not in like]
+    hint = f"; did you mean {', '.join(like)}?" if like else ""
+    raise UnknownModuleError(
+        key,
+        f"no module matches {key!r} (a module name, file stem, module_id or "
+        f"12-digit hash prefix){hint}",
+    )
+
+
 def run(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object] | None = None
 ) -> pa.Table:
-    """Run a canned query with bound parameters; returns an Arrow table."""
+    """Run a canned query with bound parameters; returns an Arrow table.
+
+    A `module` no module matches gives an empty table here (compare asks each side
+    whether it holds a module); the public API checks with require_module first.
+    """
     q = get(name)
     values = q.bind(params or {})
     used = q.used_params()
@@ -363,11 +488,31 @@ def run(
 def run_sql(
     con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None
 ) -> pa.Table:
+    """Run one SQL statement; several (`SELECT 1; SELECT 2`) or none is a QueryError,
+    rather than the last one's result alone."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as exc:
+        raise QueryError(str(exc)) from None
+    if not statements:
+        raise QueryError("no SQL statement given (the text is empty or only comments)")
+    if len(statements) > 1:
+        raise QueryError(
+            f"the SQL holds {len(statements)} statements; give one at a time (a result "
+            "is one table, and only the last would be shown)"
+        )
     try:
         relation = con.sql(sql, params=params) if params else con.sql(sql)
         if relation is None:  # a statement without a result
             return pa.table({})
         return arrow_result(relation)
+    except duckdb.PermissionException as exc:
+        raise QueryError(
+            f"{exc}\nThe warehouse is opened with external access off: SQL reads only the "
+            "warehouse (no other files, no network, no extensions). To read or write your "
+            "own files, allow it: `bufferhouse sql --allow-files`, or "
+            "bufferhouse.sql(..., allow_files=True)."
+        ) from None
     except duckdb.Error as exc:
         raise QueryError(str(exc)) from None
 
@@ -388,23 +533,27 @@ def markdown_reference() -> str:
         "Generated from the headers of `bufferhouse/queries/*.sql` "
         "(`python -m bufferhouse.docs` rewrites it; a test checks it is current).",
         "Run one with `bufferhouse query NAME [--param k=v]`, from Python with "
-        "`bufferhouse.query(NAME, db=..., k=v)`, or in the duckdb shell as `FROM bh_NAME(...)`.",
+        "`bufferhouse.query(NAME, db=..., k=v)`, or in the duckdb shell as "
+        "`FROM bh_NAME(k := v)` (by name: DuckDB 1.2 and 1.3 shells bind the macros' "
+        "parameters only by name; from 1.4 on they may also be given in order).",
         "",
     ]
     for q in queries():
         out += [f"## `{q.name}`", "", q.description, ""]
         if q.params:
             out += ["| parameter | type | default | meaning |", "| --- | --- | --- | --- |"]
-            out += [f"| `{p.name}` | {p.type} | `{p.default}` | {p.doc} |" for p in q.params]
+            out += [
+                f"| `{p.name}` | {' '.join([p.type, p.constraint]).strip()} | `{p.default}` "
+                f"| {p.doc} |"
+                for p in q.params
+            ]
             out.append("")
         out += ["| column | meaning |", "| --- | --- |"]
         out += [f"| `{c}` | {d} |" for c, d in q.columns]
         out.append("")
         out += [n + "\n" for n in q.notes]
-        first = q.params[0] if q.params else None
-        shell_args = first.default if first is not None and first.default != "NULL" else ""
         out += ["```sh", *(q.examples or (f"bufferhouse query {q.name}",))]
-        out += [f'duckdb fleet.duckdb -c "FROM {q.macro_name}({shell_args})"', "```", ""]
+        out += [f'duckdb fleet.duckdb -c "{q.shell_example()}"', "```", ""]
     out.append("## Views\n")
     out.append("Installed into the warehouse beside the tables; the queries build on them.\n")
     for v in views():

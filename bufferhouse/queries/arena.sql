@@ -1,7 +1,7 @@
 -- name: arena
 -- description: The values of one allocation as blocks of byte range by program-order live range: how a temp arena is reused over time (XProf's buffer view).
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
--- param allocation INTEGER = NULL: Allocation index; NULL for the module's largest temp allocation.
+-- param allocation INTEGER >= 0 = NULL: Allocation index; NULL for the module's largest temp allocation.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column allocation_index: The allocation drawn.
@@ -110,4 +110,34 @@ LEFT JOIN (
   )
 ) AS lr
   ON lr.module_id = p.module_id AND lr.value_id = p.value_id
-ORDER BY p.module_id, p.byte_offset, start_time, p.value_id
+UNION ALL
+-- a key that selects no module is an error (a typo), not an empty result: the
+-- tool checks before it runs a query; this says it in the duckdb shell too
+SELECT
+  error(
+    'arena: no module matches ''' || $module
+    || ''' (a module name, file stem, module_id or 12-digit hash prefix)'
+  ),
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL
+WHERE NOT EXISTS (
+  SELECT 1
+  FROM modules
+  WHERE
+    bh_is_module($module, module_name, file_stem, module_id, content_hash)
+)
+ORDER BY module_id, byte_offset, start_time, value_id

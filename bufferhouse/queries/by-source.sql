@@ -1,9 +1,9 @@
 -- name: by-source
 -- description: Bytes at the heap peak rolled up by source line or by op_name prefix, across modules: which line of my code holds the memory.
--- param key_by VARCHAR = 'source': Group by `source` (file:line) or `op_name`.
--- param name_depth INTEGER = NULL: With key_by=op_name, keep only the first N '/'-separated parts (name scope); NULL for the whole op_name.
+-- param key_by VARCHAR in (source, op_name) = 'source': Group by `source` (file:line) or `op_name`.
+-- param name_depth INTEGER >= 1 = NULL: With key_by=op_name, keep only the first N '/'-separated parts (name scope); NULL for the whole op_name.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for all.
--- param space INTEGER = 0: Memory space (color).
+-- param space INTEGER >= 0 = 0: Memory space (color).
 -- column key: The source line or op_name prefix; `(unknown)` when the op has none.
 -- column modules: Modules in which it holds memory at the peak.
 -- column buffers: Values at the peak it accounts for.

@@ -1,7 +1,7 @@
 -- name: fragmentation
 -- description: Per temp allocation: its size, the most bytes in use at once, and the waste between them.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for all.
--- param top INTEGER = 100: How many allocations, most waste first; NULL for all.
+-- param top INTEGER >= 0 = 100: How many allocations, most waste first; NULL for all.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column allocation_index: The preallocated-temp allocation.

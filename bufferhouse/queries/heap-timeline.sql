@@ -1,7 +1,7 @@
 -- name: heap-timeline
 -- description: Live bytes of one module and memory space at every program-order step, split into indefinite and temp; its maximum is heap_peak_bytes.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
--- param space INTEGER = 0: Memory space (color).
+-- param space INTEGER >= 0 = 0: Memory space (color).
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column color: Memory space.
@@ -121,4 +121,26 @@ LEFT JOIN (
   WHERE module_id IN (SELECT module_id FROM chosen)
 ) AS q
   ON q.module_id = s.module_id AND q.time = s.time
-ORDER BY c.module_id, s.time
+UNION ALL
+-- a key that selects no module is an error (a typo), not an empty result: the
+-- tool checks before it runs a query; this says it in the duckdb shell too
+SELECT
+  error(
+    'heap-timeline: no module matches ''' || $module
+    || ''' (a module name, file stem, module_id or 12-digit hash prefix)'
+  ),
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL,
+  NULL
+WHERE NOT EXISTS (
+  SELECT 1
+  FROM modules
+  WHERE
+    bh_is_module($module, module_name, file_stem, module_id, content_hash)
+)
+ORDER BY module_id, time

@@ -1,6 +1,6 @@
 -- name: largest-values
 -- description: The biggest buffers in the fleet, with their module and provenance.
--- param top INTEGER = 50: How many values.
+-- param top INTEGER >= 0 = 50: How many values.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for all.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).

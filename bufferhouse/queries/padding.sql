@@ -1,7 +1,7 @@
 -- name: padding
 -- description: Values whose assigned size exceeds the logical size of their shape, worst first.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for all.
--- param top INTEGER = 100: How many values.
+-- param top INTEGER >= 0 = 100: How many values.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column value_id: Value id.

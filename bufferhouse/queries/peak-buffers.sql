@@ -1,8 +1,8 @@
 -- name: peak-buffers
 -- description: The buffers that make up the heap peak of a module (or the largest across the fleet), with the op and source line that made each.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix; NULL for the whole fleet.
--- param space INTEGER = 0: Memory space (color).
--- param top INTEGER = 50: How many buffers, largest first.
+-- param space INTEGER >= 0 = 0: Memory space (color).
+-- param top INTEGER >= 0 = 50: How many buffers, largest first.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column peak_time: Program-order step of the heap peak.

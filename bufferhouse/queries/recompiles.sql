@@ -1,6 +1,6 @@
 -- name: recompiles
 -- description: Jit names compiled into several modules, how often, and whether their peaks differ.
--- param min_modules INTEGER = 2: Only names with at least this many modules.
+-- param min_modules INTEGER >= 1 = 2: Only names with at least this many modules.
 -- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
 -- column module_name: Module name (jit name).
 -- column modules: Modules with that name.

@@ -1,7 +1,7 @@
 -- name: top-modules
 -- description: The largest modules across the fleet, ranked by the chosen peak.
--- param top INTEGER = 20: How many modules.
--- param peak VARCHAR = 'heap': Which figure to rank by: heap, logical or total.
+-- param top INTEGER >= 0 = 20: How many modules.
+-- param peak VARCHAR in (heap, logical, total) = 'heap': Which figure to rank by: heap, logical or total.
 -- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
 -- column rank: 1 for the largest.
 -- column module_id: Module identity.

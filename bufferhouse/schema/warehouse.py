@@ -131,13 +131,25 @@ def open_connection(
     return con
 
 
+def first_row(con: duckdb.DuckDBPyConnection, sql: str, params=None) -> tuple | None:
+    """The first row of a query, its result read to the end.
+
+    `execute(...).fetchone()` leaves the result unfinished, and DuckDB 2 then
+    refuses any other statement on that connection (ResourceInUseException):
+    a connection handed to a user must never carry one.
+    """
+    rows = con.execute(sql, params).fetchall() if params else con.execute(sql).fetchall()
+    return rows[0] if rows else None
+
+
 def schema_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    exists = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_info' AND schema_name = 'main'"
-    ).fetchone()[0]
+    (exists,) = first_row(
+        con,
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_info' AND schema_name = 'main'",
+    )
     if not exists:
         return None
-    row = con.execute("SELECT value FROM schema_info WHERE key = 'schema_version'").fetchone()
+    row = first_row(con, "SELECT value FROM schema_info WHERE key = 'schema_version'")
     return int(row[0]) if row else None
 
 
@@ -251,6 +263,58 @@ def connect(
     return con
 
 
+#: DuckDB settings that keep SQL inside the warehouse (issue 21): no files read or
+#: written outside it (COPY TO, read_text, ATTACH, glob), no network, no extensions
+#: installed or loaded; then the configuration is locked so SQL cannot undo it.
+SEALED_SETTINGS = (
+    ("enable_external_access", "false"),
+    ("autoinstall_known_extensions", "false"),
+    ("autoload_known_extensions", "false"),
+    ("lock_configuration", "true"),
+)
+#: schema_info key of a warehouse of views over a Parquet dataset (export.attach).
+ATTACHED_KEY = "attached_from"
+
+
+def connect_sealed(
+    db: str | os.PathLike[str] | None = None, *, allow_files: bool = False
+) -> duckdb.DuckDBPyConnection:
+    """A read-only connection for SQL someone types (`sql`, `query`, the report).
+
+    External access is off and the configuration locked (SEALED_SETTINGS), so
+    `COPY ... TO`, `read_text`, `INSTALL` and the like fail with DuckDB's
+    Permission Error. A warehouse of views over a Parquet dataset may still read
+    that dataset (and only it). `allow_files` leaves DuckDB's defaults: the SQL
+    may then read and write any file the user can, as the duckdb shell does.
+    """
+    path = os.fspath(db) if db is not None else default_db()
+    con = connect(path, read_only=True)
+    if allow_files:
+        return con
+    try:
+        row = first_row(con, "SELECT value FROM schema_info WHERE key = ?", [ATTACHED_KEY])
+        if row is not None:
+            con.execute("SET allowed_directories = ?", [[_dataset_root(row[0])]])
+        for name, value in SEALED_SETTINGS:
+            if row is not None and "://" in row[0] and name == "autoload_known_extensions":
+                continue  # a dataset at a URL is read by an extension (httpfs)
+            con.execute(f"SET {name} = {value}")
+    except Exception:
+        con.close()
+        raise
+    return con
+
+
+def _dataset_root(source: str) -> str:
+    """The directory (or URL prefix) a dataset's files are under: `source` up to its
+    first glob character, as a directory."""
+    cut = min([i for i, c in enumerate(source) if c in "*?[{"] or [len(source)])
+    root = source[:cut]
+    if cut < len(source):
+        root = root.rsplit("/", 1)[0]
+    return root.rstrip("/") + "/"
+
+
 def database_path(db: str | os.PathLike[str] | None) -> str:
     return str(Path(os.fspath(db) if db is not None else default_db()))
 
@@ -266,7 +330,7 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, path: str) -> None:
         upgrade(con, path)
         check_version(con, path)
         return
-    existing = con.execute("SELECT count(*) FROM duckdb_tables()").fetchone()[0]
+    (existing,) = first_row(con, "SELECT count(*) FROM duckdb_tables()")
     if existing:
         raise WarehouseError(f"{path} already holds tables that are not a bufferhouse warehouse")
     con.execute("BEGIN TRANSACTION")

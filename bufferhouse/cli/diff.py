@@ -1,0 +1,105 @@
+"""`bufferhouse diff`: two runs compared module by module, with a CI gate."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+import bufferhouse
+from bufferhouse.cli.options import (
+    db_option,
+    emit,
+    format_option,
+    handle_errors,
+    output_format,
+    output_option,
+    write_text_file,
+)
+from bufferhouse.schema.warehouse import ENV_DB
+
+
+@click.command("diff")
+@click.option(
+    "--base",
+    required=True,
+    metavar="SIDE",
+    help="The old run: a label KEY=VALUE[,KEY=VALUE] in --db, a warehouse file, or a dump tree.",
+)
+@click.option("--head", required=True, metavar="SIDE", help="The new run, given like --base.")
+@db_option(f"Warehouse of the label sides (default: ${ENV_DB} or ./bufferhouse.duckdb).")
+@click.option(
+    "--module",
+    default=None,
+    metavar="NAME",
+    help="Drill down into one module: name, file stem, module_id or hash prefix.",
+)
+@click.option(
+    "--peak",
+    type=click.Choice(["heap", "logical", "total"]),
+    default="heap",
+    show_default=True,
+    help="The peak the report ranks modules by and the gate checks.",
+)
+@click.option(
+    "--fail-above",
+    metavar="PCT|BYTES",
+    default=None,
+    help="Exit 1 when a matched module's peak grows by more than this (5%, 10MiB, 1048576).",
+)
+@click.option(
+    "--show",
+    type=click.Choice(["changes", "modules", "buffers", "sources"]),
+    default=None,
+    help="Print this result table instead of the report (default for csv/json/parquet: "
+    "changes, or buffers with --module).",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=25,
+    show_default=True,
+    help="Rows per table in the report (0: all).",
+)
+@format_option
+@output_option
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Parser processes for dump-tree sides (default: all cores).",
+)
+@handle_errors
+def diff_command(base, head, db, module, peak, fail_above, show, top, fmt, output, jobs) -> None:
+    """Compare two runs module by module: what changed in memory, with a CI gate.
+
+    A side is a label in --db (jax=0.7.2), a warehouse file, or a dump tree
+    (ingested into a temporary warehouse). Modules pair up by jit name, then by
+    parameter shapes and instructions where a name has several. The table and
+    markdown formats print a report (markdown fits a pull-request comment);
+    csv, json and parquet print one result table (--show). Exit status: 0, 1
+    when --fail-above trips, 2 for usage errors.
+
+    Example: bufferhouse diff --base jax=0.6.2 --head jax=0.7.2 --fail-above 5% --format markdown
+    """
+    if show in ("buffers", "sources") and module is None:
+        raise click.UsageError(f"--show {show} needs --module")
+    result = bufferhouse.diff(
+        base, head, db, module=module, peak=peak, fail_above=fail_above, jobs=jobs
+    )
+    for role, side in (("base", result.base), ("head", result.head)):
+        click.echo(f"{role}: {side.spec} ({side.kind}, {side.modules} modules)", err=True)
+    fmt = output_format(fmt, output)
+    if show is None and fmt in ("table", "markdown"):
+        text = result.report(fmt, top=top or None)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            write_text_file(output, text)
+            click.echo(f"report -> {output}", err=True)
+    else:
+        emit(result.table(show or ("buffers" if module else "changes")), fmt, output)
+    if result.gate is not None:
+        click.echo(result.gate.describe(), err=True)
+    sys.exit(1 if result.failed else 0)

@@ -1,0 +1,127 @@
+"""`bufferhouse ingest`: dumps into a warehouse (or a Parquet dataset)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+import bufferhouse
+from bufferhouse.api import require_paths
+from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors
+from bufferhouse.export import ingest_to_parquet
+from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES, IngestReport
+from bufferhouse.render import human_bytes
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@db_option()
+@click.option(
+    "--label",
+    "labels",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=check_labels,
+    help="Label the modules (repeatable).",
+)
+@click.option("--strict", is_flag=True, help="Stop at the first module that fails.")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help=(
+        "Parser processes (default: all cores; one for fewer than "
+        f"{PARALLEL_MIN_MODULES} modules holding less than "
+        f"{PARALLEL_MIN_BYTES >> 20} MiB of dumps)."
+    ),
+)
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for another process to release the warehouse.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Skip (as failed) any module with more text than this, after decompression.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="No progress, only the summary.")
+@click.option(
+    "--to-parquet",
+    "to_parquet",
+    type=click.Path(file_okay=False),
+    default=None,
+    metavar="OUT_DIR",
+    help="Write a Parquet dataset (part files) instead of a warehouse; "
+    "many machines may write one OUT_DIR at once.",
+)
+@handle_errors
+def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_parquet) -> None:
+    """Load XLA dump files or directories into the warehouse.
+
+    PATHS may be dump directories (searched recursively), single
+    -buffer-assignment.txt files, or .gz copies of them. Modules already in the
+    warehouse are skipped, so re-running on the same tree adds nothing.
+
+    With --to-parquet OUT_DIR the same tables go to a Parquet dataset instead
+    (see `bufferhouse attach`); each process writes its own uniquely named
+    part files, so shards of a fleet can be parsed on many machines at once.
+
+    Example: bufferhouse ingest dumps/ --db fleet.duckdb --label jax=0.7.2
+    """
+    if to_parquet is not None and db is not None:
+        raise click.UsageError("--db and --to-parquet are exclusive: give one destination")
+    interactive = sys.stderr.isatty() and not quiet
+
+    def progress(outcome, done, total):
+        if outcome.status == "failed" and outcome.error is not None:
+            click.echo(f"failed: {outcome.error.describe()}", err=True)
+        elif not quiet:
+            for w in outcome.warnings:
+                click.echo(f"warning: {w.describe()}", err=True)
+        if interactive:
+            click.echo(f"\r[{done}/{total}] {outcome.files.stem[:70]:<70}", err=True, nl=False)
+        elif not quiet and (done % 500 == 0):
+            click.echo(f"[{done}/{total}] modules", err=True)
+
+    options = {"labels": labels, "strict": strict, "jobs": jobs, "max_bytes": max_bytes}
+    if to_parquet is not None:
+        paths = require_paths(paths)
+        report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
+    else:
+        report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
+    if interactive:
+        click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
+    summarize(report)
+    if not report.outcomes:
+        # A wrong directory, most likely: say so, and let a script notice.
+        click.echo(
+            f"bufferhouse: error: no XLA dump files found under {', '.join(map(str, paths))} "
+            "(directories are searched recursively)",
+            err=True,
+        )
+        sys.exit(DATA)
+    sys.exit(0 if report.ok else 1)
+
+
+def summarize(report: IngestReport) -> None:
+    """The closing lines on stderr: counts, bytes and rate, each failure."""
+    mb = report.bytes_read / 1e6
+    rate = mb / report.seconds if report.seconds > 0 else 0.0
+    click.echo(
+        f"{len(report.loaded)} loaded, {len(report.present)} already present, "
+        f"{len(report.failed)} failed; {human_bytes(report.bytes_read)} read in "
+        f"{report.seconds:.1f}s ({rate:.1f} MB/s) -> {report.db}",
+        err=True,
+    )
+    if report.failed:
+        click.echo("failures (first error of each module):", err=True)
+        for o in report.failed:
+            click.echo(f"  {o.error.describe() if o.error else o.files.display}", err=True)
+    if report.stopped_early:
+        click.echo("stopped at the first failure (--strict)", err=True)
