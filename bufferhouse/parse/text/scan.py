@@ -118,7 +118,8 @@ class LineReader:
         if "live" not in columns:
             columns["live"] = _table(model.LIVE, self.live)
         # As Arrow columns: a large module's peak list takes tens of MB as Python tuples.
-        peak = _table(model.PEAK, self.peak)
+        if "peak" not in columns:
+            columns["peak"] = _table(model.PEAK, self.peak)
         self.peak = []
         return model.Scanned(
             ba_path=ba_path,
@@ -134,7 +135,6 @@ class LineReader:
             lr_line=self.lr_line,
             peak_time=self.peak_time,
             peak_line=self.peak_line,
-            peak=peak,
             trace_total=self.trace_total,
             trace=self.trace,
             report=self.report,
