@@ -413,7 +413,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run in seconds")
     ap.add_argument("--skip-fleet", action="store_true")
     ap.add_argument("--skip-module", action="store_true")
-    ap.add_argument("--no-jobs-compare", action="store_true", help="skip --jobs 1 / --jobs 2")
+    ap.add_argument(
+        "--no-jobs-compare",
+        action="store_true",
+        help="skip --jobs 1 / --jobs 2 (fleet and module)",
+    )
     ap.add_argument(
         "--rss-limit-gb",
         type=float,
@@ -483,6 +487,14 @@ def main(argv: list[str] | None = None) -> int:
         db = WORK / "bench-module.duckdb"
         run = ingest(f"one {args.module_format} module", [module], db, nbytes, 1, None, limit)
         record(run, duck_s)
+        if not args.no_jobs_compare:  # issue 20: does one module use a second core?
+            one = ingest("one module, --jobs 1", [module], db, nbytes, 1, 1, limit)
+            two = ingest("one module, --jobs 2", [module], db, nbytes, 1, 2, limit)
+            record(one, duck_s)
+            record(two, duck_s)
+            results["module_jobs_speedup"] = one.seconds / two.seconds
+            results["module_jobs_cpu"] = [one.cpu_seconds, two.cpu_seconds]
+            results["module_cpu_per_100mb"] = one.cpu_seconds / (nbytes / 1e8)
         db.unlink(missing_ok=True)
     info["load_after"] = os.getloadavg()
     args.json.write_text(json.dumps(results, indent=2))
@@ -500,6 +512,13 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\n--jobs 2 vs --jobs 1 on the fleet: {results['jobs_speedup']:.2f}x "
             f"(CPU {one_cpu:.1f}s vs {two_cpu:.1f}s)"
+        )
+    if "module_jobs_speedup" in results:
+        one_cpu, two_cpu = results["module_jobs_cpu"]
+        print(
+            f"--jobs 2 vs --jobs 1 on one module: {results['module_jobs_speedup']:.2f}x "
+            f"(CPU {one_cpu:.1f}s vs {two_cpu:.1f}s; "
+            f"{results['module_cpu_per_100mb']:.2f} CPU-s per 100 MB at --jobs 1)"
         )
     return 0
 

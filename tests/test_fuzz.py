@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import random
 import re
 import shutil
 import tempfile
@@ -252,3 +253,59 @@ def _counts(db: Path) -> dict[str, int]:
         return {}
     with duckdb.connect(str(db), read_only=True) as con:
         return {"modules": con.execute("SELECT count(*) FROM modules").fetchone()[0]}
+
+
+#: Line mutants per run of the test below (issue 21: duplicated, swapped and moved lines).
+LINE_MUTANTS = 400
+
+
+def _line_mutant(rng, seed: Seed) -> tuple[dict[str, bytes], str]:
+    """`seed` with one or two lines duplicated, swapped with another or moved elsewhere."""
+    files = dict(seed.files)
+    done = []
+    for _ in range(rng.randint(1, 2)):
+        suffix = rng.choice(sorted(s for s in files if s != "-memory-usage-report.txt"))
+        lines = files[suffix].split(b"\n")
+        i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+        op = rng.choice(["duplicate", "swap", "swap next", "move"])
+        if op == "duplicate":
+            lines.insert(i, lines[i])
+        elif op == "swap":
+            lines[i], lines[j] = lines[j], lines[i]
+        elif op == "swap next" and i + 1 < len(lines):
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        else:
+            lines.insert(j, lines.pop(i))
+        files[suffix] = b"\n".join(lines)
+        done.append(f"{op} {suffix} line {i + 1} ({j + 1})")
+    return files, "; ".join(done)
+
+
+def test_duplicated_swapped_and_moved_lines_fail_at_a_line_or_load_consistently(tmp_path):
+    """Every line mutant is refused with an error that names a line of its file, or
+    loads into a warehouse that `bufferhouse check` passes (all accepted ones at once)."""
+    rng = random.Random(21)
+    accepted = tmp_path / "accepted"
+    refused = 0
+    for n in range(LINE_MUTANTS):
+        seed = SEEDS[n % len(SEEDS)]
+        files, done = _line_mutant(rng, seed)
+        directory = tmp_path / "one"
+        _write(directory, seed.stem, files)
+        (group,) = discover([directory])
+        result = parse_files(group)
+        if result.status == "failed":
+            refused += 1
+            _assert_error_points_at_input(result.error, directory, seed.stem, files)
+            assert result.error.line >= 1, (done, result.error.describe())
+        else:
+            assert result.status == "parsed", (done, result.status)
+            _write(accepted / str(n), f"{seed.stem}.m{n}", files)
+    assert 0 < refused < LINE_MUTANTS
+    db = tmp_path / "accepted.duckdb"
+    report = ingest_paths([accepted], db=db, jobs=1)
+    assert all(o.status == "loaded" for o in report.outcomes), [
+        o.error.describe() for o in report.outcomes if o.error
+    ]
+    checked = check_warehouse(db)
+    assert checked.ok, checked.lines()

@@ -1,6 +1,10 @@
-"""The scanners must agree exactly: the per-line state machine (the reference)
-and the vectorized scanner (forced on every module it can read, whatever its
-size). Same rows, same facts, same warnings, same errors."""
+"""One grammar, two executions: the line reader (scan.py, the reference) and the
+column reader (vector.py, forced on every module it can read, whatever its
+size) take their patterns from grammar.py and leave every invariant to
+rules.py, so on every fixture, era and mutant they must give the same rows,
+facts, warnings and errors. The mutant runs are the safety net; test_grammar.py
+tests the patterns themselves under both regex engines, and the bad-input
+catalog (test_bad_inputs.py) tests every rule against its expected error."""
 
 from __future__ import annotations
 

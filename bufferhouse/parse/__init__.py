@@ -4,13 +4,12 @@
 hash the module's files, skip it if the warehouse already has it, parse it,
 and return its tables without module ids. `parse_module` does the parsing.
 
-Text dumps have two scanners that must agree exactly (the tests run both
-over every fixture and hundreds of mutants): the per-line state machine
-(`text.scan`), the reference, which reads every era and words every error,
-and, for dumps of the common layouts above VECTOR_MIN_BYTES, the vectorized
-scanner (`text.vector`) that reads the bulky sections as whole Arrow
-columns. The vectorized scanner hands anything unusual to the reference, so
-errors and rare eras are always reported by one code path.
+Text dumps have one grammar (`text.grammar`) and one set of invariants
+(`text.rules`), executed by two readers: the line reader (`text.scan`), the
+reference, which reads every era and words every grammar error, and, for
+dumps of the common layouts above VECTOR_MIN_BYTES, the column reader
+(`text.vector`) that reads the bulky sections as whole Arrow columns and
+hands anything unusual to the line reader.
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ from bufferhouse.parse import memory
 from bufferhouse.parse.discover import ModuleFiles, stem_parts, text_path
 from bufferhouse.parse.model import ParsedModule
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
-from bufferhouse.parse.text import vector
+from bufferhouse.parse.text import scan, vector
 from bufferhouse.parse.text.finish import finish
-from bufferhouse.parse.text.scan import _Parser
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema
 from bufferhouse.schema.ids import UNASSIGNED_MODULE_ID
 
@@ -62,20 +60,10 @@ def parse_module(
     `vector_min_bytes=0` sends every module the vectorized scanner can read to it.
     """
     with memory.system_allocator():  # see memory.py: less memory held at the peak
-        ba_path = next(path for role, path in files if role == "buffer_assignment")
         scanned = vector.scan(files, vector_min_bytes) if accelerate else None
         large = scanned is not None
         if scanned is None:
-            p = _Parser()
-            for role, path in files:
-                if role == "usage_report":
-                    p.feed_report(path, read_lines(path))
-                    p._section("usage_report")
-                else:
-                    p.feed(path, read_lines(path))
-            if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
-                p.features.add("split")
-            scanned = p.scanned(ba_path)
+            scanned = scan.read(files)
         parsed = finish(scanned, files, hlo_path, read_lines)
         del scanned
         if large:  # its scratch memory goes back to the OS; small modules skip the call

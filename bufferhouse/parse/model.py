@@ -1,10 +1,11 @@
-"""What the scanners hand to `finish`, and what `finish` hands to the loader.
+"""What the readers hand to `finish`, and what `finish` hands to the loader.
 
-Two scanners read a module's text (the per-line state machine in scan.py,
-the reference; the vectorized one in vector.py, for the regular bulk of large
-dumps). Both produce the same `Scanned`: small structural facts as Python
-objects, and the bulky per-value facts as Arrow columns, so that every
-cross-check and derived column in finish.py exists once.
+Two readers execute the one grammar (text/grammar.py): the line reader in
+scan.py, which words every error, and the column reader in vector.py, for the
+regular bulk of large dumps. Both produce the same `Scanned`: small
+structural facts as Python objects, and the bulky per-line facts as Arrow
+columns that carry their line numbers, so that every invariant (text/rules.py)
+and every derived column (text/finish.py) exists once.
 """
 
 from __future__ import annotations
@@ -112,11 +113,21 @@ VALUES = pa.schema(
         ("size", pa.int64()),
         ("shape", pa.string()),
         ("line", pa.int64()),
-        ("cross_color", pa.bool_()),
     ]
 )
-#: One row per Used values block, in file order (which the scanners check is id order).
-USED = pa.schema([("value_id", pa.int64()), ("line", pa.int64()), ("text", pa.string())])
+#: One row per Used values block, in file order (rules.py checks it is id order).
+USED = pa.schema(
+    [
+        ("value_id", pa.int64()),
+        ("instruction", pa.string()),  # as the block's header names it
+        ("line", pa.int64()),
+        ("text", pa.string()),
+    ]
+)
+#: One row per ' reused by buffers of a different color:' entry (2026-06+).
+CROSS = pa.schema([("value_id", pa.int64()), ("allocation", pa.int64()), ("line", pa.int64())])
+#: One row per InstructionSequence line.
+SCHEDULE = pa.schema([("step", pa.int64()), ("instruction", pa.string()), ("line", pa.int64())])
 POSITIONS = pa.schema(
     [
         ("value_id", pa.int64()),
@@ -170,16 +181,26 @@ class Scanned:
     used_path: str | None
     allocs: pa.Table  # ALLOCS
     schedule_length: int | None
+    lr_line: int  # line of 'HloLiveRange (max N):', 0 when absent
     peak_time: int | None
+    peak_line: int  # line of '  Live ranges at T (peak):', 0 when absent
     peak: pa.Table  # PEAK
-    trace: list[tuple[int, str, float, int, int, int, int]]
+    trace_total: int | None
+    #: (depth, name, pct, total, current, remaining, parent ordinal or -1, line)
+    trace: list[tuple[int, str, float, int, int, int, int, int]]
     report: list[tuple[str, int | None, str | None, int]]
     values: pa.Table  # VALUES
+    cross: pa.Table  # CROSS
     used: pa.Table  # USED
     positions: pa.Table  # POSITIONS
     uses: pa.Table  # USES
-    sequence: pa.Array  # instruction names by step
+    schedule: pa.Table  # SCHEDULE
     live: pa.Table  # LIVE
+
+    @property
+    def sequence(self) -> pa.ChunkedArray:
+        """Instruction names by step."""
+        return self.schedule["instruction"]
 
 
 def first_occurrences(codes: np.ndarray) -> np.ndarray:

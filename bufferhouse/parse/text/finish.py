@@ -11,7 +11,6 @@ distinct instructions, the peak list) or inherently sequential (the heap sweep).
 from __future__ import annotations
 
 import itertools
-import operator
 from collections.abc import Callable, Iterable
 
 import numpy as np
@@ -19,106 +18,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
-from bufferhouse.parse import hlo, memory, shapes
-from bufferhouse.parse.model import ERA_FEATURES, ParsedModule, Scanned, first_occurrences
+from bufferhouse.parse.model import ERA_FEATURES, ParsedModule, Scanned
+from bufferhouse.parse.text import rules
+from bufferhouse.parse.text.columns import (
+    first_true,
+    instructions,
+    release,
+    rows_table,
+    table,
+    value_table,
+)
 from bufferhouse.parse.text.heap import heap_peaks, sum_exact, temp_allocations
-from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
-
-
-def _schema(table: str) -> pa.Schema:
-    """The warehouse table's Arrow schema without its module_id column (the loader adds it)."""
-    schema = arrow_schema(TABLES_BY_NAME[table])
-    return schema.remove(schema.get_field_index("module_id"))
-
-
-SCHEMAS = {
-    name: _schema(name)
-    for name in (
-        "allocations",
-        "hlo_values",
-        "assignments",
-        "positions",
-        "uses",
-        "instructions",
-        "sequence",
-        "live_ranges",
-        "peak_values",
-        "stack_trace",
-        "usage_report",
-        "heap_peaks",
-    )
-}
-
-
-def _table(name: str, columns: dict[str, object]) -> pa.Table:
-    """Build a table of the declared schema from arrays or Python lists, column by column."""
-    return _table_of(SCHEMAS[name], columns)
-
-
-def _table_of(schema: pa.Schema, columns: dict[str, object]) -> pa.Table:
-    arrays = []
-    for f in schema:
-        col = columns[f.name]
-        if isinstance(col, (pa.Array, pa.ChunkedArray)):
-            arrays.append(col if col.type == f.type else _cast(col, f.type))
-        else:
-            arrays.append(pa.array(col, f.type))
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _cast(col: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array | pa.ChunkedArray:
-    """Cast to the column's type; a number that does not fit raises OverflowError naming it,
-    as building the array from Python ints would (the ingest names the line that prints it)."""
-    try:
-        return col.cast(type_)
-    except pa.ArrowInvalid:
-        info = np.iinfo(type_.to_pandas_dtype())
-        numbers = col.to_numpy() if isinstance(col, pa.Array) else col.combine_chunks().to_numpy()
-        bad = numbers[(numbers < info.min) | (numbers > info.max)]
-        if not len(bad):
-            raise
-        raise OverflowError(f"Value {int(bad[0])} too large to fit in C integer type") from None
-
-
-def _rows_table(name: str, rows: list[tuple]) -> pa.Table:
-    return _rows_of(SCHEMAS[name], rows)
-
-
-def _rows_of(schema: pa.Schema, rows: list[tuple]) -> pa.Table:
-    """A table of `schema` from row tuples, transposed once."""
-    columns = list(zip(*rows)) if rows else [() for _ in schema]
-    return pa.Table.from_arrays(
-        [pa.array(c, f.type) for f, c in zip(schema, columns)], schema=schema
-    )
-
-
-def _first(mask: pa.Array) -> int | None:
-    """Index of the first true element, None when there is none."""
-    found = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-    return int(found[0]) if len(found) else None
-
-
-def _key(table: pa.Table, keys: list[str]) -> pa.Array:
-    """One value per row standing for the row's `keys` (joined strings for a compound key).
-
-    The separator cannot occur in the last key, a ShapeIndex, so the join is one-to-one.
-    """
-    columns = [table[k].combine_chunks() for k in keys]
-    if len(columns) == 1:
-        return columns[0]
-    return pc.binary_join_element_wise(*columns, "\x1f")
-
-
-#: Modules with fewer Used values blocks (one per value) than this do not hand memory
-#: back between steps: the calls would cost more than the little they return, and a
-#: fleet has thousands of small modules.
-_RELEASE_MIN_VALUES = 1 << 16
-
-
-def _release(s: Scanned) -> None:
-    """Hand what the last steps freed back to the OS (memory.release), for a large module."""
-    if s.used.num_rows >= _RELEASE_MIN_VALUES:
-        memory.release()
 
 
 def _key_numbers(tables: list[pa.Table]) -> list[np.ndarray]:
@@ -164,19 +74,6 @@ def _found(column: np.ndarray, rows: np.ndarray) -> pa.Array:
     return pa.array(column[np.maximum(rows, 0)], mask=rows < 0)
 
 
-def _lookup(
-    table: pa.Table, keys: list[str], targets: pa.Table, column: str
-) -> pa.Array | pa.ChunkedArray:
-    """`column` of `targets` matched on `keys` for each row of `table`, in table order (null if none).
-
-    `targets` must have one row per key.
-    """
-    if table.num_rows == 0:
-        return pa.array([], targets.schema.field(column).type)
-    where = pc.index_in(_key(table, keys), value_set=_key(targets, keys))
-    return pc.take(targets[column], where)
-
-
 def finish(
     s: Scanned,
     files: list[tuple[str, str]],
@@ -202,6 +99,7 @@ def finish(
         )
     lr_path = s.lr_path or ba_path
     # Invariants that XLA's printer guarantees; a break means a cut or edited file.
+    rules.check(s)
     alloc_sum = sum(allocs["size"].to_pylist())
     if s.total is not None and s.total != alloc_sum:
         path, line = s.total_line or (ba_path, 0)
@@ -215,16 +113,16 @@ def finish(
     values, used = s.values, s.used
     if used.num_rows:
         missing = pc.invert(pc.is_in(values["value_id"], value_set=used["value_id"]))
-        first = _first(missing)
+        first = first_true(missing)
         if first is not None:
             raise ParseError(
-                used_path,
-                0,
+                ba_path,
+                values["line"][first].as_py(),
                 f"{pc.sum(missing).as_py()} placed values have no Used values block "
                 f"(first: value {values['value_id'][first].as_py()}); file truncated?",
             )
         if "from_instruction" in s.features:
-            first = _first(pc.is_null(used["text"]))
+            first = first_true(pc.is_null(used["text"]))
             if first is not None:
                 raise ParseError(
                     used_path,
@@ -234,8 +132,9 @@ def finish(
     del used  # finish drops the bulky text column as soon as it has what it needs
     split = "split" in s.features
     if not split and s.total is not None and "used_values" not in s.sections:
+        path, line = s.total_line or (ba_path, 0)
         raise ParseError(
-            ba_path, 0, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
+            path, line, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
         )
     if "used_values" not in s.sections:
         where = s.total_line[0] if s.total_line else ba_path
@@ -247,11 +146,15 @@ def finish(
             "is missing",
         )
     if not split and "from_instruction" in s.features and "live_range" not in s.sections:
-        raise ParseError(ba_path, 0, "no HloLiveRange section after Used values (truncated?)")
+        raise ParseError(
+            ba_path,
+            s.ends.get(ba_path, 0),
+            "no HloLiveRange section after Used values (truncated?)",
+        )
     if s.schedule_length is not None and len(s.sequence) != s.schedule_length:
         raise ParseError(
             lr_path,
-            0,
+            s.lr_line,
             f"InstructionSequence has {len(s.sequence)} steps but 'HloLiveRange (max {s.schedule_length})' "
             "(file truncated?)",
         )
@@ -271,7 +174,7 @@ def finish(
     live_last = live.select(["instruction", "shape_index", "start_time", "end_time"]).take(last)
     live_last_vid = pc.take(live_vid, last)
     del named, value_codes, live_codes, peak_codes, by_value, by_live, value_ids, last
-    _release(s)
+    release(s)
     live_rows = {
         "value_id": live_vid,
         "instruction": live["instruction"],
@@ -287,7 +190,7 @@ def finish(
         logical_peak = last_cum if last_cum is not None else sum_exact(s.peak["bytes"].to_numpy())
     elif s.peak_time is not None:
         logical_peak = 0
-    _release(s)
+    release(s)
     if s.trace and s.trace[-1][5] != 0:
         raise ParseError(
             lr_path,
@@ -298,13 +201,13 @@ def finish(
     temp = temp_allocations(allocs)
     heap_rows, alloc_live = heap_peaks(s, temp, live_last, live_last_vid)
     del live_last, live_last_vid
-    _release(s)
+    release(s)
 
-    instr_table = _instructions(s, out, used_path, hlo_path, read)
+    instr_table = instructions(s, out, used_path, hlo_path, read)
 
     # Allocation rows.
     is_parameter = pc.is_valid(allocs["parameter_number"])
-    bad = _first(pc.and_(allocs["preallocated_temp"], pc.invert(temp)))
+    bad = first_true(pc.and_(allocs["preallocated_temp"], pc.invert(temp)))
     if bad is not None:
         raise ParseError(
             ba_path,
@@ -327,17 +230,18 @@ def finish(
     )
 
     # Sorted by id a column at a time: each column in file order goes once its copy exists.
+    values = values.append_column("cross_color", rules.cross_color_flags(s))
     order = pc.sort_indices(values["value_id"])
     value_count, schema = values.num_rows, values.schema
     columns = []
     for name in schema.names:
         columns.append(values[name].take(order))
         s.values = values = values.drop_columns([name])
-        _release(s)
+        release(s)
     s.values = by_id = pa.Table.from_arrays(columns, schema=schema)
     del values, order, columns
-    value_table = _value_table(by_id, ba_path)
-    assign_table = _table(
+    values_out = value_table(by_id, ba_path)
+    assign_table = table(
         "assignments",
         {
             "value_id": by_id["value_id"],
@@ -347,7 +251,7 @@ def finish(
             "reused_cross_color": by_id["cross_color"],
         },
     )
-    alloc_table = _table(
+    alloc_table = table(
         "allocations",
         {
             "allocation_index": allocs["index"],
@@ -370,29 +274,31 @@ def finish(
     )
     out.tables = {
         "allocations": alloc_table,
-        "hlo_values": value_table,
+        "hlo_values": values_out,
         "assignments": assign_table,
-        "positions": _table("positions", {c: s.positions[c] for c in s.positions.column_names}),
-        "uses": _table("uses", {c: s.uses[c] for c in s.uses.column_names}),
+        "positions": table("positions", {c: s.positions[c] for c in s.positions.column_names}),
+        "uses": table("uses", {c: s.uses[c] for c in s.uses.column_names}),
         "instructions": instr_table,
-        "sequence": _table(
+        "sequence": table(
             "sequence",
             {
                 "time": pa.array(np.arange(len(s.sequence), dtype=np.int64)),
                 "instruction": s.sequence,
             },
         ),
-        "live_ranges": _table("live_ranges", live_rows),
+        "live_ranges": table("live_ranges", live_rows),
         "peak_values": peak_table,
-        "stack_trace": _rows_table(
+        "stack_trace": rows_table(
             "stack_trace",
             [
                 (i, depth, None if parent < 0 else parent, name, pct, total, current, remaining)
-                for i, (depth, name, pct, total, current, remaining, parent) in enumerate(s.trace)
+                for i, (depth, name, pct, total, current, remaining, parent, _) in enumerate(
+                    s.trace
+                )
             ],
         ),
-        "usage_report": _rows_table("usage_report", list(s.report)),
-        "heap_peaks": _rows_table("heap_peaks", heap_rows),
+        "usage_report": rows_table("usage_report", list(s.report)),
+        "heap_peaks": rows_table("heap_peaks", heap_rows),
     }
     out.sections = s.sections
     out.features = s.features
@@ -408,7 +314,7 @@ def finish(
         "heap_peak_bytes": heap0,
         "format_era": max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
         "layout": "split" if "split" in s.features else "combined",
-        "tiled": value_table["tiles"].null_count < value_table.num_rows,
+        "tiled": values_out["tiles"].null_count < values_out.num_rows,
         "has_address": allocs["address"].null_count < allocs.num_rows,
     }
     return out
@@ -459,7 +365,7 @@ def _peak_rows(
             )
     if s.peak_time is not None and "peak_index" in s.features:
         _check_peak_count(s, lr_path, live_last)
-    return _table(
+    return table(
         "peak_values",
         {
             "ordinal": pa.array(np.arange(peak.num_rows), pa.int64()),
@@ -498,197 +404,3 @@ def _check_peak_count(s: Scanned, lr_path: str, live_last: pa.Table) -> None:
             f"peak list at {t} has {entries} entries but {live_at_peak} values are live "
             "then per BufferLiveRange (file truncated?)",
         )
-
-
-def _instructions(
-    s: Scanned,
-    out: ParsedModule,
-    used_path: str,
-    hlo_path: str | None,
-    read: Callable[[str], Iterable[tuple[int, str]]],
-) -> pa.Table:
-    """One row per distinct defining instruction, from the first text printed for it."""
-    used = s.used
-    if used["text"].null_count:
-        used = used.filter(pc.is_valid(used["text"]))
-    names = _lookup(used, ["value_id"], s.values.select(["value_id", "instruction"]), "instruction")
-    if isinstance(names, pa.ChunkedArray):
-        names = names.combine_chunks()
-    codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False)
-    first_rows = first_occurrences(codes)
-    take = pa.array(first_rows, pa.int64())
-    lines = pc.take(used["line"], take)
-    pieces = used["text"].chunks
-    del used
-    s.used = s.used.drop_columns(["text"])  # the distinct texts are all that is needed now
-    texts = _take_ascending(pieces, first_rows, pa.string())
-    _release(s)
-    schema = SCHEMAS["instructions"]
-    parts: list[pa.Table] = []
-    for start in range(0, len(texts), _PARSE_BATCH):  # a batch at a time: few Python objects
-        parts.append(
-            _parse_batch(
-                texts.slice(start, _PARSE_BATCH).to_pylist(),
-                lines.slice(start, _PARSE_BATCH).to_pylist(),
-                out,
-                used_path,
-            )
-        )
-    parsed = pa.concat_tables(parts) if parts else _PARSED.empty_table()
-    source_file, source_line = parsed["source_file"], parsed["source_line"]
-    source_function = pa.nulls(len(parsed), pa.string())
-    frame_id = parsed["stack_frame_id"]
-    if hlo_path and frame_id.null_count < len(frame_id):
-        try:
-            frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
-            if "hlo" not in s.sections:
-                s.sections.append("hlo")
-        except DumpError as exc:
-            out.warnings.append(exc)
-            frames = {}
-        # A frame id stands for the location where the metadata names no file.
-        ids = pa.array(list(frames), pa.int64())
-        where = pc.index_in(pc.cast(frame_id, pa.int64()), value_set=ids)
-        resolve = pc.and_(pc.is_null(source_file), pc.is_valid(where))
-        locs = list(frames.values())
-        for column, values, type_ in (
-            ("file", [loc.file for loc in locs], pa.string()),
-            ("line", [loc.line for loc in locs], pa.int32()),
-            ("function", [loc.function for loc in locs], pa.string()),
-        ):
-            found = pc.take(pa.array(values, type_), where)
-            if column == "file":
-                source_file = pc.if_else(resolve, found, source_file)
-            elif column == "line":
-                source_line = pc.if_else(resolve, found, source_line)
-            else:
-                source_function = pc.if_else(resolve, found, source_function)
-    columns: dict[str, object] = {name: parsed[name] for name in _PARSED.names}
-    columns.update(
-        instruction=pc.take(names, take),
-        source_file=source_file,
-        source_line=source_line,
-        source_function=source_function,
-        text=texts,
-    )
-    return _table("instructions", {f.name: columns[f.name] for f in schema})
-
-
-def _take_ascending(
-    pieces: list[pa.Array], rows: np.ndarray, type_: pa.DataType
-) -> pa.ChunkedArray:
-    """The elements at ascending `rows` of `pieces` laid end to end, taken a piece at a time.
-
-    Arrow's take on a chunked column first joins the chunks into one copy; here
-    each piece is let go (`pieces` is emptied) once taken from, so the texts a
-    module prints are never held twice.
-    """
-    out = []
-    start = 0
-    for i, piece in enumerate(pieces):
-        pieces[i] = None  # type: ignore[call-overload]
-        lo, hi = np.searchsorted(rows, [start, start + len(piece)])
-        out.append(piece.take(pa.array(rows[lo:hi] - start, pa.int64())))
-        start += len(piece)
-        del piece
-    return pa.chunked_array(out, type_)
-
-
-#: Instruction texts parsed per batch; bounds the Python objects alive at once.
-_PARSE_BATCH = 1 << 15
-#: instructions column -> the hlo.Instruction attribute it is read from.
-_PARSED_FROM = {
-    "opcode": "opcode",
-    "shape": "shape",
-    "operands": "operands",
-    "parameter_number": "parameter_number",
-    "fusion_kind": "fusion_kind",
-    "called_computations": "called",
-    "custom_call_target": "custom_call_target",
-    "op_name": "op_name",
-    "op_type": "op_type",
-    "source_file": "source_file",
-    "source_line": "source_line",
-    "stack_frame_id": "stack_frame_id",
-}
-_PARSED = pa.schema([SCHEMAS["instructions"].field(name) for name in _PARSED_FROM])
-#: All of an Instruction's columns in one C call per text.
-_FIELDS = operator.attrgetter(*_PARSED_FROM.values())
-_UNREAD = (None,) * len(_PARSED)
-
-
-def _parse_batch(texts: list[str], lines: list[int], out: ParsedModule, used_path: str) -> pa.Table:
-    rows: list[tuple] = []
-    for text, line in zip(texts, lines):
-        try:
-            rows.append(_FIELDS(hlo.parse_instruction(text)))
-        except hlo.InstructionSyntaxError as exc:
-            rows.append(_UNREAD)
-            out.warnings.append(
-                DumpError(used_path, line, f"instruction text not understood: {exc}")
-            )
-    return _rows_of(_PARSED, rows)
-
-
-def _value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
-    """hlo_values rows (sorted by id); each distinct shape string is parsed once."""
-    encoded = pc.dictionary_encode(by_id["shape"].combine_chunks())
-    distinct = encoded.dictionary.to_pylist()
-    codes = encoded.indices
-    per_shape: dict[str, list] = {
-        k: []
-        for k in (
-            "element_type",
-            "dims",
-            "is_dynamic",
-            "minor_to_major",
-            "tiles",
-            "memory_space",
-            "logical_bytes",
-            "is_tuple",
-        )
-    }
-    bad: dict[int, str] = {}
-    for code, text in enumerate(distinct):
-        try:
-            shape = shapes.parse_shape(text)
-        except shapes.ShapeSyntaxError as exc:
-            bad[code] = str(exc)
-            shape = None
-        if shape is None:
-            for col in per_shape.values():
-                col.append(None)
-            continue
-        per_shape["element_type"].append(shape.element_type)
-        per_shape["dims"].append(list(shape.dims) if not shape.is_tuple else None)
-        per_shape["is_dynamic"].append(any(shape.dynamic) if not shape.is_tuple else False)
-        per_shape["minor_to_major"].append(
-            list(shape.minor_to_major) if shape.minor_to_major is not None else None
-        )
-        per_shape["tiles"].append(shape.tiles)
-        per_shape["memory_space"].append(shape.memory_space)
-        per_shape["logical_bytes"].append(shapes.byte_size(shape))
-        per_shape["is_tuple"].append(shape.is_tuple)
-    if bad:
-        mask = pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type))
-        i = _first(mask)
-        assert i is not None
-        raise ParseError(
-            ba_path,
-            by_id["line"][i].as_py(),
-            f"value shape not understood: {bad[codes[i].as_py()]}",
-            by_id["shape"][i].as_py(),
-        )
-    columns: dict[str, object] = {
-        "value_id": by_id["value_id"],
-        "instruction": by_id["instruction"],
-        "shape_index": by_id["shape_index"],
-        "is_phi": by_id["is_phi"],
-        "color": by_id["color"],
-        "shape": by_id["shape"],
-        "line": by_id["line"],
-    }
-    schema = SCHEMAS["hlo_values"]
-    for name, col in per_shape.items():
-        columns[name] = pc.take(pa.array(col, schema.field(name).type), codes)
-    return _table("hlo_values", columns)

@@ -2,17 +2,19 @@
 
 Nearly all of a dump's bytes are four kinds of regular lines: ` value:`
 lines, Used values blocks, InstructionSequence and BufferLiveRange entries.
-Here each kind is matched by one regex over a column of all its lines (Arrow
-compute, in C++), owners are found by binary search and block structure is
-checked as one string of line kinds. Only the few structural lines
-(allocation headers, section headers, the peak list, the stack-trace tree)
-go through the reference state machine of scan.py, one by one.
+Here each kind is matched by its grammar.py pattern over a column of all its
+lines (Arrow compute, RE2, in C++), owners are found by binary search and
+block structure is checked as one string of line kinds. Only the few
+structural lines (section headers, the peak list, the stack-trace tree) go
+through the line reader of scan.py, one by one. The invariants between lines
+are not checked here: rules.py checks them over the columns either reader
+produced.
 
-The scanner reads only what it can read exactly as the reference does: at
-the first thing it does not expect (another layout or era, a line that does
-not match, a broken invariant) it returns None and the module is scanned by
-the reference, which also words every error. So it never needs to explain a
-problem, only to notice one.
+The scanner reads only what it can read exactly as the line reader does: at
+the first line it does not expect (another layout or era, a line that does
+not match) it returns None and the module is read by the line reader, which
+words every grammar error. So it never needs to explain a problem, only to
+notice one.
 """
 
 from __future__ import annotations
@@ -30,41 +32,20 @@ from bufferhouse.errors import DumpError
 from bufferhouse.parse import memory, model
 from bufferhouse.parse.model import Alloc, first_occurrences
 from bufferhouse.parse.reader import open_dump, read_lines, stored_size
-from bufferhouse.parse.text.scan import GLUED_HEADER, _alloc_attributes, _Parser
-
-# Python's \s (str patterns) as an RE2 class, so that RE2 and `re` agree on \S.
-_SPACE = (
-    r"\s\x0b\x1c-\x1f\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+from bufferhouse.parse.text import grammar as g
+from bufferhouse.parse.text.blocks import (
+    Irregular,
+    UsedBlocks,
+    extract,
+    index_or_empty,
+    ints,
+    optional_int,
 )
-_SHORT = (
-    r"<(?P<id>[0-9]{1,18}) (?P<name>[^ {}<>]+)(?P<idx>\{[0-9,]*\})?(?P<phi> \(phi\))?"
-    r"(?: @(?P<color>[0-9]{1,9}))?>"
-)
-_VALUE = (
-    "^ value: "
-    + _SHORT
-    + r" \(size=(?P<size>[0-9]{1,18}),offset=(?P<offset>[0-9]{1,18})\): (?P<shape>.*)$"
-)
-_HEADER = "^" + _SHORT + "$"
-#: A block of these after an allocation's values lists those reused by another color (2026-06+).
-_CROSS_HEAD = " reused by buffers of a different color:"
-_CROSS = "^  value: " + _SHORT + r" \(color=[0-9]{1,9}\)$"
-_ALLOC = (
-    r"^allocation (?P<index>[0-9]{1,9}): (?:(?P<address>0x[0-9a-fA-F]+), )?"
-    r"size (?P<size>[0-9]{1,18})(?P<rest>.*):$"
-)
-_POSITION = r"^  (?P<name>[^ ,{}]+)(?: (?P<idx>\{[0-9,]*\}))?$"
-_USE = r"^  (?P<name>[^ ,{}]+), operand (?P<op>[0-9]{1,9})(?: (?P<idx>\{[0-9,]*\}))?$"
-_SEQ = r"^    (?P<step>[0-9]{1,9}):(?P<name>[^" + _SPACE + r"]+)$"
-_BLR = r"^    (?P<name>[^ {}:]+)(?P<idx>\{[0-9,]*\}):(?P<start>[0-9]{1,9})-(?P<end>[0-9]{1,9})$"
+from bufferhouse.parse.text.scan import LineReader, split_layout
 
-#: One byte per line of the Used values section, and the grammar of their sequence.
-_KINDS = re.compile(rb"(?:hPi+U(?:n|i*)f?)*b*")  # no from instruction lines before 2021-09
-_FROM = " from instruction:"
-
-
-class _Irregular(Exception):
-    """Something the vectorized scanner does not read; the reference will."""
+#: The bulk line kinds, as RE2 patterns (grammar.py declares them).
+_ALLOC, _VALUE, _CROSS = g.ALLOCATION.re2, g.VALUE.re2, g.CROSS.re2
+_SEQ, _BLR, _PEAK = g.STEP.re2, g.BUFFER_LIVE_RANGE.re2, g.PEAK.re2
 
 
 def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | None:
@@ -73,13 +54,12 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
     try:
         if sum(stored_size(path) for _, path in files) < min_bytes:
             return None
-        p = _Parser()
+        p = LineReader()
         columns: dict[str, object] = {}
         seen: list[str] = []
         for role, path in files:
             if role == "usage_report":
                 p.feed_report(path, read_lines(path))
-                p._section("usage_report")
             else:
                 _scan_file(p, path, columns, seen)
         # Before 2021-04 the HloLiveRange sections are absent, all of them (the order
@@ -87,11 +67,11 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
         parts = {"seq", "blr", "peak"} & set(seen)
         whole = not parts if p.lr_unavailable or "lr" not in seen else len(parts) == 3
         if not ({"ba", "used"} <= set(seen) and whole):
-            raise _Irregular("sections")
-        if len(files) > 1 and any(r in ("values", "live_range") for r, _ in files):
+            raise Irregular("sections")
+        if split_layout(files):
             p.features.add("split")
         return p.scanned(ba_path, **columns)
-    except (_Irregular, DumpError, OSError, EOFError, zlib.error, gzip.BadGzipFile):
+    except (Irregular, DumpError, OSError, EOFError, zlib.error, gzip.BadGzipFile):
         return None
 
 
@@ -126,7 +106,7 @@ def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
     if rest:
         yield first, _lines(rest + b"\n")  # a last line without its newline
     elif first == 0:
-        raise _Irregular("empty")  # the reference reads and words it
+        raise Irregular("empty")  # the reference reads and words it
 
 
 def _lines(text: bytes) -> pa.LargeStringArray:
@@ -134,7 +114,7 @@ def _lines(text: bytes) -> pa.LargeStringArray:
     if b"\r" in text:
         text = text.replace(b"\r\n", b"\n")  # CRLF line ends read as LF, as the reference does
     if b"\r" in text or b"\0" in text:
-        raise _Irregular("lone CR or binary")  # the reference reads and words these
+        raise Irregular("lone CR or binary")  # the reference reads and words these
     ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10)
     offsets = np.empty(len(ends) + 1, dtype=np.int64)
     offsets[0] = 0
@@ -145,65 +125,14 @@ def _lines(text: bytes) -> pa.LargeStringArray:
     try:
         lines.validate(full=True)
     except pa.ArrowInvalid:
-        raise _Irregular("invalid UTF-8") from None
+        raise Irregular("invalid UTF-8") from None
     return lines
 
 
-def _extract(lines: pa.Array, pattern: str) -> pa.StructArray:
-    """Named groups of `pattern` for every line; any line that does not match is irregular."""
-    if len(lines) == 0:
-        return pc.extract_regex(pa.array([], pa.large_string()), pattern)
-    found = pc.extract_regex(lines, pattern)
-    if found.null_count:
-        raise _Irregular(pattern)
-    return found
+_HEAD_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in g.SECTIONS) + ")"
 
 
-def _has_duplicates(numbers: np.ndarray) -> bool:
-    ordered = np.sort(numbers)
-    return bool(np.any(ordered[1:] == ordered[:-1]))
-
-
-def _ints(column: pa.Array) -> pa.Array:
-    return pc.cast(column, pa.int64())
-
-
-def _optional_int(column: pa.Array) -> pa.Array:
-    return pc.cast(pc.if_else(pc.equal(column, ""), None, column), pa.int64())
-
-
-def _index(column: pa.Array) -> pa.Array:
-    """A ShapeIndex group: '{}' when the dump printed none."""
-    return pc.if_else(pc.equal(column, ""), "{}", column)
-
-
-def _ordinals(groups: np.ndarray) -> np.ndarray:
-    """Position of each row within its run of equal, sorted group numbers."""
-    n = len(groups)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    first = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
-    run_start = np.repeat(first, np.diff(np.r_[first, n]))
-    return np.arange(n, dtype=np.int64) - run_start
-
-
-_HEADS = (
-    ("BufferAssignment:", "ba"),
-    ("Total bytes used:", "total"),
-    ("Used values:", "used"),
-    ("HloLiveRange", "lr"),
-    ("  InstructionSequence:", "seq"),
-    ("  BufferLiveRange:", "blr"),
-    ("  Live ranges at ", "peak"),
-    ("  Stack trace breakdown", "trace"),
-)
-_HEAD_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in _HEADS) + ")"
-#: Section headers in the order XLA prints them, over one or several files.
-_ORDER = [kind for _, kind in _HEADS]
-_REQUIRED = ["ba", "used", "lr", "seq", "blr", "peak"]
-
-
-def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str]) -> None:
+def _scan_file(p: LineReader, path: str, columns: dict[str, object], seen: list[str]) -> None:
     """One file of the module, a chunk at a time: bulk lines extracted into `columns`,
     structural lines through the state machine `p` in file order.
 
@@ -213,10 +142,10 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
     columns stay in their pieces (chunked): joined, each would be copied whole.
     """
     pieces: dict[str, list] = {
-        k: [] for k in ("alloc", "value", "cross_head", "cross", "seq", "seq_step", "blr")
+        k: [] for k in ("alloc", "value", "cross_head", "cross", "seq", "blr", "peak")
     }
     attributes: dict[str, tuple[int, tuple]] = {}  # allocation attribute list -> parsed
-    used = _UsedBlocks(p)
+    used = UsedBlocks(p)
     section: str | None = None  # the section the next line belongs to
     p.begin_file()
     total = 0
@@ -225,7 +154,7 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
         at = np.flatnonzero(
             pc.match_substring_regex(lines, _HEAD_PATTERN).to_numpy(zero_copy_only=False)
         )
-        kinds = [_head_kind(line) for line in pc.take(lines, pa.array(at)).to_pylist()]
+        kinds = [g.section_kind(line) for line in pc.take(lines, pa.array(at)).to_pylist()]
         _check_order(kinds, seen)
         bounds = [0, *at.tolist(), len(lines)]
         structural: list[np.ndarray] = []
@@ -244,36 +173,46 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
                 pieces["alloc"].append(
                     _allocations(
                         path,
-                        _extract(body.filter(pa.array(is_alloc)), _ALLOC),
+                        extract(body.filter(pa.array(is_alloc)), _ALLOC),
                         at_line + 1 + np.flatnonzero(is_alloc),
                         attributes,
                     )
                 )
                 pieces["value"].append(
                     _value_lines(
-                        _extract(body.filter(pa.array(is_value)), _VALUE),
+                        extract(body.filter(pa.array(is_value)), _VALUE),
                         at_line + 1 + np.flatnonzero(is_value),
                     )
                 )
-                is_head = pc.equal(body, _CROSS_HEAD).to_numpy(zero_copy_only=False)
+                is_head = pc.equal(body, g.CROSS_HEAD).to_numpy(zero_copy_only=False)
                 is_cross = pc.starts_with(body, "  value: ").to_numpy(zero_copy_only=False)
                 if is_head.any() or is_cross.any():
                     pieces["cross_head"].append(at_line + 1 + np.flatnonzero(is_head))
-                    found = _extract(body.filter(pa.array(is_cross)), _CROSS)
+                    found = extract(body.filter(pa.array(is_cross)), _CROSS)
                     pieces["cross"].append(
                         (
-                            _ints(found.field("id")).to_numpy(),
+                            ints(found.field("id")).to_numpy(),
                             at_line + 1 + np.flatnonzero(is_cross),
                         )
                     )
                 bulk = is_value | is_alloc | is_head | is_cross
                 structural.append(start + np.flatnonzero(~bulk))
             elif section == "seq":
-                found = _extract(body, _SEQ)
-                pieces["seq_step"].append(_ints(found.field("step")).to_numpy())
-                pieces["seq"].append(pc.cast(found.field("name"), pa.string()))
+                found = extract(body, _SEQ)
+                pieces["seq"].append(
+                    pa.Table.from_arrays(
+                        [
+                            ints(found.field("step")),
+                            pc.cast(found.field("name"), pa.string()),
+                            pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
+                        ],
+                        schema=model.SCHEDULE,
+                    )
+                )
             elif section == "blr":
-                pieces["blr"].append(_live_lines(_extract(body, _BLR), at_line))
+                pieces["blr"].append(_live_lines(extract(body, _BLR), at_line))
+            elif section == "peak":
+                pieces["peak"].append(_peak_lines(p, body, at_line))
             elif section == "used":
                 used.feed(body, at_line)
             else:
@@ -285,7 +224,7 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
                 rows.tolist(), pc.take(lines, pa.array(rows, pa.int64())).to_pylist()
             ):
                 used.leave_state_as_after_blocks()
-                p._line(path, first + i + 1, line)
+                p.line(path, first + i + 1, line)
         del lines, body
         memory.release()  # give the chunk's memory back, not keep it
     if section == "used":
@@ -296,52 +235,36 @@ def _scan_file(p: _Parser, path: str, columns: dict[str, object], seen: list[str
 
     if pieces["alloc"]:
         if "values" in columns:
-            raise _Irregular("value lines in two files")
+            raise Irregular("value lines in two files")
         allocs = pa.concat_tables(pieces.pop("alloc"))
-        if _has_duplicates(allocs["index"].to_numpy()):
-            raise _Irregular("duplicate allocation index")
         columns["allocs"] = allocs
-        values = _values(p, allocs, pa.concat_tables(pieces.pop("value")))
+        columns["values"] = _values(p, allocs, pa.concat_tables(pieces.pop("value")))
+        columns["cross"] = model.CROSS.empty_table()
         if pieces["cross_head"]:
-            values = _cross_color(p, allocs, values, pieces.pop("cross_head"), pieces.pop("cross"))
-        columns["values"] = values
+            columns["cross"] = _cross_color(
+                p, allocs, pieces.pop("cross_head"), pieces.pop("cross")
+            )
     if used.blocks:
         if "values" not in columns:
-            raise _Irregular("Used values before the allocations")
-        columns.update(used.columns(columns["values"]))
+            raise Irregular("Used values before the allocations")
+        columns.update(used.columns())
         memory.release()
     if pieces["seq"]:
-        steps = np.concatenate(pieces["seq_step"])
-        if not np.array_equal(steps, np.arange(len(steps))):
-            raise _Irregular("InstructionSequence steps")
-        columns["sequence"] = pa.concat_arrays(pieces.pop("seq"))
+        columns["schedule"] = pa.concat_tables(pieces.pop("seq"))
     if pieces["blr"]:
-        live = pa.concat_tables(pieces.pop("blr"))
-        start, end = live["start_time"], live["end_time"]
-        if pc.any(pc.less(end, start)).as_py() or (
-            p.schedule_length is not None and pc.any(pc.greater(end, p.schedule_length)).as_py()
-        ):
-            raise _Irregular("live range bounds")
-        columns["live"] = live
+        columns["live"] = pa.concat_tables(pieces.pop("blr"))
+    if pieces["peak"]:
+        columns["peak"] = pa.concat_tables(pieces.pop("peak"))
     memory.release()
 
 
 def _check_order(kinds: list[str], seen: list[str]) -> None:
-    """Section headers come once each, in XLA's order, none required one skipped."""
+    """Section markers come once each, in XLA's order, none required one skipped
+    (grammar.py); the line reader words what breaks it."""
     for kind in kinds:
-        rank = _ORDER.index(kind)
-        if (seen and _ORDER.index(seen[-1]) >= rank) or any(
-            r not in seen for r in _REQUIRED if _ORDER.index(r) < rank
-        ):
-            raise _Irregular("sections out of order or missing")
+        if g.out_of_order(kind, seen) or g.missing_before(kind, seen):
+            raise Irregular("sections out of order or missing")
         seen.append(kind)
-
-
-def _head_kind(line: str) -> str:
-    for prefix, kind in _HEADS:
-        if line.startswith(prefix):
-            return kind
-    raise AssertionError(line)
 
 
 def _allocations(
@@ -357,7 +280,7 @@ def _allocations(
     parsed = []
     for row, rest in zip(first, rests.dictionary.to_pylist()):
         if rest not in attributes:
-            flags = _alloc_attributes(path, int(lineno[row]), "", rest)  # errors only send it back
+            flags = g.alloc_attributes(path, int(lineno[row]), "", rest)  # errors only send it back
             color = int(flags.pop("color", 0))
             attributes[rest] = (color, model.alloc_row(Alloc(0, 0, 0, 0, flags)))
         parsed.append(attributes[rest])
@@ -371,8 +294,8 @@ def _allocations(
     }
     address = found.field("address")
     columns.update(
-        index=_ints(found.field("index")),
-        size=_ints(found.field("size")),
+        index=ints(found.field("index")),
+        size=ints(found.field("size")),
         color=pc.take(pa.array(colors, pa.int64()), rests.indices),
         line=pa.array(lineno, pa.int64()),
         address=pc.cast(pc.if_else(pc.equal(address, ""), None, address), pa.string()),
@@ -381,19 +304,19 @@ def _allocations(
 
 
 #: The ` value:` lines of a piece, before their allocations are known.
-_VALUE_LINES = pa.schema([f for f in model.VALUES if f.name not in ("allocation", "cross_color")])
+_VALUE_LINES = pa.schema([f for f in model.VALUES if f.name != "allocation"])
 
 
 def _value_lines(found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
     return pa.Table.from_arrays(
         [
-            _ints(found.field("id")),
+            ints(found.field("id")),
             pc.cast(found.field("name"), pa.string()),
-            pc.cast(_index(found.field("idx")), pa.string()),
+            pc.cast(index_or_empty(found.field("idx")), pa.string()),
             pc.not_equal(found.field("phi"), ""),
-            _optional_int(found.field("color")),
-            _ints(found.field("offset")),
-            _ints(found.field("size")),
+            optional_int(found.field("color")),
+            ints(found.field("offset")),
+            ints(found.field("size")),
             pc.cast(found.field("shape"), pa.string()),
             pa.array(lineno, pa.int64()),
         ],
@@ -407,288 +330,73 @@ def _live_lines(found: pa.StructArray, at_line: int) -> pa.Table:
         [
             pc.cast(found.field("name"), pa.string()),
             pc.cast(found.field("idx"), pa.string()),
-            _ints(found.field("start")),
-            _ints(found.field("end")),
+            ints(found.field("start")),
+            ints(found.field("end")),
             pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
         ],
         schema=model.LIVE,
     )
 
 
-def _values(p: _Parser, allocs: pa.Table, lines: pa.Table) -> pa.Table:
+def _peak_lines(p: LineReader, body: pa.Array, at_line: int) -> pa.Table:
+    """The peak list (blank lines skipped, as the line reader skips them); `at_line` is
+    the 0-based file line index of body[0]."""
+    filled = pc.not_equal(body, "").to_numpy(zero_copy_only=False)
+    found = extract(body.filter(pa.array(filled)), _PEAK)
+    index, cumulative = found.field("idx"), found.field("cumulative")
+    if pc.any(pc.not_equal(index, "")).as_py():
+        p.features.add("peak_index")
+    if pc.any(pc.not_equal(cumulative, "")).as_py():
+        p.features.add("peak_cumulative")
+    return pa.Table.from_arrays(
+        [
+            pc.cast(found.field("name"), pa.string()),
+            pc.cast(pc.if_else(pc.equal(index, ""), None, index), pa.string()),
+            ints(found.field("bytes")),
+            optional_int(cumulative),
+            pa.array(at_line + 1 + np.flatnonzero(filled), pa.int64()),
+        ],
+        schema=model.PEAK,
+    )
+
+
+def _values(p: LineReader, allocs: pa.Table, lines: pa.Table) -> pa.Table:
     """The ` value:` lines; each belongs to the allocation header above it."""
-    header_lines = allocs["line"].to_numpy()
-    lineno = lines["line"].to_numpy()
-    owner = np.searchsorted(header_lines, lineno) - 1
+    owner = np.searchsorted(allocs["line"].to_numpy(), lines["line"].to_numpy()) - 1
     if len(owner) and owner.min() < 0:
-        raise _Irregular("value line before any allocation")
-    order = allocs["index"].to_numpy()
-    sizes = allocs["size"].to_numpy()
-    ids = lines["value_id"].to_numpy()
-    if _has_duplicates(ids):
-        raise _Irregular("duplicate value id")
-    if np.any(lines["byte_offset"].to_numpy() + lines["size"].to_numpy() > sizes[owner]):
-        raise _Irregular("value beyond its allocation")
-    if len(ids):
+        raise Irregular("value line before any allocation")
+    if len(owner):
         p.features.add("value_lines")
     columns = dict(zip(lines.column_names, lines.columns))
-    columns.update(
-        allocation=pa.array(order[owner]),
-        cross_color=pa.array(np.zeros(len(ids), dtype=bool)),
-    )
+    columns["allocation"] = pa.array(allocs["index"].to_numpy()[owner])
     return pa.Table.from_arrays([columns[f.name] for f in model.VALUES], schema=model.VALUES)
 
 
-def _rows_of(values: pa.Table, ids: np.ndarray) -> np.ndarray | None:
-    """The row of `values` that holds each value id of `ids` (None if one is missing)."""
-    vids = values["value_id"].to_numpy()
-    sort = np.argsort(vids, kind="stable")
-    where = np.searchsorted(vids, ids, sorter=sort)
-    if np.any(where >= len(vids)) or np.any(vids[sort[np.minimum(where, len(vids) - 1)]] != ids):
-        return None
-    return sort[where]
-
-
 def _cross_color(
-    p: _Parser,
+    p: LineReader,
     allocs: pa.Table,
-    values: pa.Table,
     heads: list[np.ndarray],
     cross: list[tuple[np.ndarray, np.ndarray]],
 ) -> pa.Table:
-    """Mark the values listed under ' reused by buffers of a different color:', which
-    must follow their own allocation's header, as the reference checks them."""
+    """The entries under ' reused by buffers of a different color:' (model.CROSS): one
+    block per allocation at most, after its header (the line reader words what is not)."""
     head_lines = np.concatenate(heads)
     ids = np.concatenate([c[0] for c in cross]) if cross else np.zeros(0, np.int64)
     lines = np.concatenate([c[1] for c in cross]) if cross else np.zeros(0, np.int64)
     alloc_lines = allocs["line"].to_numpy()
-    if len(head_lines) and np.searchsorted(alloc_lines, head_lines.min()) == 0:
-        raise _Irregular("cross-color block before any allocation")
+    head_owner = np.searchsorted(alloc_lines, head_lines) - 1
+    if len(head_lines) and (head_owner.min() < 0 or len(np.unique(head_owner)) < len(head_owner)):
+        raise Irregular("cross-color block before any allocation, or two in one")
     owner = np.searchsorted(alloc_lines, lines) - 1  # the allocation each line is under
     head = np.searchsorted(head_lines, lines) - 1  # the block header above each line
     if np.any(owner < 0) or np.any(head < 0) or np.any(head_lines[head] < alloc_lines[owner]):
-        raise _Irregular("cross-color value outside a block of its allocation")
-    row = _rows_of(values, ids)
-    placed = values["allocation"].to_numpy()
-    index = allocs["index"].to_numpy()
-    listed = values["line"].to_numpy()
-    if row is None or np.any(placed[row] != index[owner]) or np.any(listed[row] > lines):
-        raise _Irregular("cross-color value not listed above it in its allocation")
+        raise Irregular("cross-color value outside a block of its allocation")
     p.features.add("cross_color")
-    flags = np.zeros(values.num_rows, dtype=bool)
-    flags[row] = True
-    i = values.schema.get_field_index("cross_color")
-    return values.set_column(i, "cross_color", pa.array(flags))
-
-
-class _UsedBlocks:
-    """The Used values blocks (header, positions, uses, from instruction), read as they come.
-
-    A chunk of the section may end inside a block: the lines from its last
-    header on wait for the next chunk, so each piece holds whole blocks.
-    """
-
-    def __init__(self, p: _Parser) -> None:
-        self.p = p
-        self.carry: pa.Array | None = None  # lines of a block cut by the chunk's end
-        self.carry_lines = np.zeros(0, np.int64)  # their 0-based line indexes in the file
-        self.blocks = 0
-        self.parts: list[dict[str, object]] = []
-        self.spaced: set[bool] = set()  # after the colon: a space, or none, in the parts read
-        self.ended = False
-        self.blank_end = False  # the section's last line is blank
-        self.texted: set[bool] = set()  # whether the parts read have from instruction lines
-
-    def feed(self, lines: pa.Array, at: int) -> None:
-        """Lines of the section; `at` is the 0-based file line index of lines[0]."""
-        lines, numbers = _unglue(lines, at + np.arange(len(lines), dtype=np.int64))
-        if self.carry is not None and len(self.carry):
-            lines = pa.concat_arrays([self.carry, lines])
-            numbers = np.concatenate([self.carry_lines, numbers])
-        block_starts = np.flatnonzero(pc.starts_with(lines, "<").to_numpy(zero_copy_only=False))
-        cut = int(block_starts[-1]) if len(block_starts) else 0
-        self.carry, self.carry_lines = lines[cut:], numbers[cut:]
-        if cut:
-            self._read(lines[:cut], numbers[:cut], last=False)
-
-    def end(self) -> None:
-        """The section ended: read what is left."""
-        if self.carry is not None and len(self.carry):
-            self._read(self.carry, self.carry_lines, last=True)
-        self.carry = None
-        self.ended = True
-
-    def leave_state_as_after_blocks(self) -> None:
-        """The machine does not see the blocks: once they are read, leave it as after the last."""
-        p = self.p
-        if self.ended and self.blocks and p.state == "used" and p.block is None:
-            p.block, p.block_state = {"id": None, "text": ""}, "instr"
-            if self.blank_end:  # the reference leaves the blocks at the first blank line
-                p.state = "between"
-
-    def _read(self, section: pa.Array, numbers: np.ndarray, last: bool) -> None:
-        """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
-        kind = np.full(len(section), ord("x"), dtype=np.uint8)
-        for code, mask in (
-            ("i", pc.starts_with(section, "  ")),
-            ("h", pc.starts_with(section, "<")),
-            ("f", pc.starts_with(section, _FROM)),
-            ("P", pc.equal(section, " positions:")),
-            ("U", pc.is_in(section, value_set=_USES_HEADERS)),
-            ("n", pc.equal(section, "  (none)")),
-            ("b", pc.equal(section, "")),
-        ):
-            kind[mask.to_numpy(zero_copy_only=False)] = ord(code)
-        # Blank lines only where the section ends.
-        if not (_KINDS if last else _WHOLE_BLOCKS).fullmatch(kind.tobytes()):
-            raise _Irregular("Used values block structure")
-        if last:
-            self.blank_end = bool(len(kind)) and kind[-1] == ord("b")
-        is_h, is_i, is_f = kind == ord("h"), kind == ord("i"), kind == ord("f")
-        block = np.cumsum(is_h) - 1
-        in_uses = np.cumsum(kind == ord("U")) - 1 == block  # after this block's ' uses:' line
-        headers = _extract(section.filter(pa.array(is_h)), _HEADER)
-        ids = _ints(headers.field("id")).to_numpy()
-        self.blocks += len(ids)
-
-        if is_f.sum() not in (0, len(ids)):
-            raise _Irregular("some values without their from instruction line")
-        self.texted.add(bool(is_f.sum()) or not len(ids))
-        from_lines = section.filter(pa.array(is_f))
-        if pc.any(pc.ends_with(from_lines, ">")).as_py():
-            raise _Irregular("from instruction text may be glued to the next header")
-        spaced = pc.sum(pc.starts_with(from_lines, _FROM + " ")).as_py() or 0
-        if spaced not in (0, len(from_lines)):
-            raise _Irregular("some from instruction texts after a space, some not")
-        if len(from_lines):
-            self.spaced.add(spaced > 0)
-        skip = len(_FROM) + (spaced > 0)  # 2024-01+: a space after the colon
-        if len(from_lines) or not len(ids):
-            texts = pc.cast(pc.utf8_slice_codeunits(from_lines, skip), pa.string())
-        else:  # 2019-09 .. 2021-09: XLA printed no instruction text
-            texts = pa.nulls(len(ids), pa.string())
-        del from_lines
-        if np.any(kind == ord("n")):
-            self.p.features.add("uses_none")
-
-        pos_mask = is_i & ~in_uses
-        use_mask = is_i & in_uses
-        positions = _extract(section.filter(pa.array(pos_mask)), _POSITION)
-        uses = _extract(section.filter(pa.array(use_mask)), _USE)
-        pos_block, use_block = block[pos_mask], block[use_mask]
-        self.parts.append(
-            {
-                "ids": ids,
-                "names": pc.cast(headers.field("name"), pa.string()),
-                "lines": numbers[is_h] + 1,
-                "texts": texts,
-                "positions": pa.Table.from_arrays(
-                    [
-                        pa.array(ids[pos_block], pa.int64()),
-                        pa.array(_ordinals(pos_block)),
-                        pc.cast(positions.field("name"), pa.string()),
-                        pc.cast(_index(positions.field("idx")), pa.string()),
-                    ],
-                    schema=model.POSITIONS,
-                ),
-                "uses": pa.Table.from_arrays(
-                    [
-                        pa.array(ids[use_block], pa.int64()),
-                        pa.array(_ordinals(use_block)),
-                        pc.cast(uses.field("name"), pa.string()),
-                        _ints(uses.field("op")),
-                        pc.cast(_index(uses.field("idx")), pa.string()),
-                    ],
-                    schema=model.USES,
-                ),
-            }
-        )
-
-    def columns(self, values: pa.Table) -> dict[str, object]:
-        """The blocks as model columns, checked against the placed values."""
-        p = self.p
-        ids = np.concatenate([part["ids"] for part in self.parts])
-        if len(ids) > 1 and np.any(np.diff(ids) <= 0):
-            raise _Irregular("Used values not in id order")
-        placed_at = _rows_of(values, ids)
-        if placed_at is None:
-            raise _Irregular("used value not placed")
-        instruction = values["instruction"].combine_chunks()
-        start = 0
-        for part in self.parts:  # part by part: all the names at once are tens of MB, twice
-            names = part.pop("names")
-            placed = instruction.take(pa.array(placed_at[start : start + len(names)]))
-            if not pc.all(pc.equal(placed, names)).as_py():
-                raise _Irregular("used value named otherwise in its allocation")
-            start += len(names)
-        if len(self.spaced) > 1:
-            raise _Irregular("some from instruction texts after a space, some not")
-        if len(self.texted) > 1:
-            raise _Irregular("some values without their from instruction line")
-        if self.spaced:
-            p.features.add("from_instruction")
-            if True in self.spaced:
-                p.features.add("from_instruction_space")
-        # The texts stay in their pieces: joined, they would be copied whole (the largest
-        # column of a module); finish takes the ones it keeps a piece at a time.
-        texts = [part.pop("texts") for part in self.parts]
-        return {
-            "used": pa.Table.from_arrays(
-                [
-                    pa.array(ids, pa.int64()),
-                    pa.array(np.concatenate([part["lines"] for part in self.parts]), pa.int64()),
-                    pa.chunked_array(texts, pa.string()),
-                ],
-                schema=model.USED,
-            ),
-            "positions": pa.concat_tables([part["positions"] for part in self.parts]),
-            "uses": pa.concat_tables([part["uses"] for part in self.parts]),
-        }
-
-
-#: The next value's header, glued to the end of a from instruction text (scan.GLUED_HEADER).
-_GLUED_HEADER = f"^{GLUED_HEADER}$"
-
-
-def _unglue(lines: pa.LargeStringArray, numbers: np.ndarray) -> tuple[pa.Array, np.ndarray]:
-    """`lines` with each glued from instruction line split in two, its text then the
-    header, as the reference splits it (scan._Parser._from_instruction), and each line's
-    file line index (the header keeps its line's).
-
-    The reference takes the leftmost header that runs to the line's end; a header holds
-    one '<', its first character, so that is the one after the line's last '<'. The
-    split lines are new offsets into the same character data: nothing is copied.
-    """
-    maybe = pc.and_(
-        pc.or_(pc.starts_with(lines, _FROM + "%"), pc.starts_with(lines, _FROM + " %")),
-        pc.ends_with(lines, ">"),
+    return pa.Table.from_arrays(
+        [
+            pa.array(ids, pa.int64()),
+            pa.array(allocs["index"].to_numpy()[owner], pa.int64()),
+            pa.array(lines, pa.int64()),
+        ],
+        schema=model.CROSS,
     )
-    candidates = np.flatnonzero(maybe.to_numpy(zero_copy_only=False))
-    if not len(candidates):
-        return lines, numbers
-    _, offsets_buffer, data = lines.buffers()
-    offsets = np.frombuffer(offsets_buffer, np.int64)[lines.offset : lines.offset + len(lines) + 1]
-    starts, ends = offsets[candidates], offsets[candidates + 1]
-    chars = np.frombuffer(data, np.uint8)
-    opens = offsets[0] + np.flatnonzero(chars[offsets[0] : offsets[-1]] == ord("<"))
-    last = np.searchsorted(opens, ends) - 1  # each candidate's last '<', if it has one
-    splits = opens[np.maximum(last, 0)] if len(opens) else starts
-    inside = (last >= 0) & (splits > starts + len(_FROM))
-    candidates, splits, ends = candidates[inside], splits[inside], ends[inside]
-    if not len(candidates):
-        return lines, numbers
-    # The headers, as every other string of an array over the same data: split, end, ...
-    bounds = np.column_stack([splits, ends]).ravel()
-    spans = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), data)
-    headers = spans.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
-    glued = pc.match_substring_regex(headers, _GLUED_HEADER).to_numpy(zero_copy_only=False)
-    if not glued.any():
-        return lines, numbers
-    where, splits = candidates[glued], splits[glued]
-    new_offsets = np.insert(offsets, where + 1, splits)
-    out = pa.LargeStringArray.from_buffers(len(new_offsets) - 1, pa.py_buffer(new_offsets), data)
-    return out, np.insert(numbers, where + 1, numbers[where])
-
-
-_USES_HEADERS = pa.array([" uses:", " uses are not initialized yet."], pa.large_string())
-_WHOLE_BLOCKS = re.compile(rb"(?:hPi+U(?:n|i*)f?)*")

@@ -1,0 +1,245 @@
+"""The column reader's Used values blocks (format.md §4), and the Arrow helpers it shares
+with vector.py: a block's lines are classified by one letter each (grammar.BLOCK_LETTERS)
+and the string of letters matched against the block grammar (grammar.BLOCKS) at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bufferhouse.parse import model
+from bufferhouse.parse.text import grammar as g
+from bufferhouse.parse.text.scan import LineReader
+
+_HEADER, _POSITION, _USE = g.HEADER.re2, g.POSITION.re2, g.USE.re2
+
+
+class Irregular(Exception):
+    """Something the column reader does not read; the line reader will."""
+
+
+def extract(lines: pa.Array, pattern: str) -> pa.StructArray:
+    """Named groups of `pattern` for every line; any line that does not match is irregular."""
+    if len(lines) == 0:
+        return pc.extract_regex(pa.array([], pa.large_string()), pattern)
+    found = pc.extract_regex(lines, pattern)
+    if found.null_count:
+        raise Irregular(pattern)
+    return found
+
+
+def ints(column: pa.Array) -> pa.Array:
+    try:
+        return pc.cast(column, pa.int64())
+    except pa.ArrowInvalid:
+        raise Irregular("a number past 64 bits") from None  # the line reader names it
+
+
+def optional_int(column: pa.Array) -> pa.Array:
+    return ints(pc.if_else(pc.equal(column, ""), None, column))
+
+
+def index_or_empty(column: pa.Array) -> pa.Array:
+    """A ShapeIndex group: '{}' when the dump printed none."""
+    return pc.if_else(pc.equal(column, ""), "{}", column)
+
+
+def ordinals(groups: np.ndarray) -> np.ndarray:
+    """Position of each row within its run of equal, sorted group numbers."""
+    n = len(groups)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    first = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1]])
+    run_start = np.repeat(first, np.diff(np.r_[first, n]))
+    return np.arange(n, dtype=np.int64) - run_start
+
+
+class UsedBlocks:
+    """The Used values blocks (header, positions, uses, from instruction), read as they come.
+
+    A chunk of the section may end inside a block: the lines from its last
+    header on wait for the next chunk, so each piece holds whole blocks.
+    """
+
+    def __init__(self, p: LineReader) -> None:
+        self.p = p
+        self.carry: pa.Array | None = None  # lines of a block cut by the chunk's end
+        self.carry_lines = np.zeros(0, np.int64)  # their 0-based line indexes in the file
+        self.blocks = 0
+        self.parts: list[dict[str, object]] = []
+        self.spaced: set[bool] = set()  # after the colon: a space, or none, in the parts read
+        self.ended = False
+        self.blank_end = False  # the section's last line is blank
+        self.texted: set[bool] = set()  # whether the parts read have from instruction lines
+
+    def feed(self, lines: pa.Array, at: int) -> None:
+        """Lines of the section; `at` is the 0-based file line index of lines[0]."""
+        lines, numbers = unglue(lines, at + np.arange(len(lines), dtype=np.int64))
+        if self.carry is not None and len(self.carry):
+            lines = pa.concat_arrays([self.carry, lines])
+            numbers = np.concatenate([self.carry_lines, numbers])
+        block_starts = np.flatnonzero(pc.starts_with(lines, "<").to_numpy(zero_copy_only=False))
+        cut = int(block_starts[-1]) if len(block_starts) else 0
+        self.carry, self.carry_lines = lines[cut:], numbers[cut:]
+        if cut:
+            self._read(lines[:cut], numbers[:cut], last=False)
+
+    def end(self) -> None:
+        """The section ended: read what is left."""
+        if self.carry is not None and len(self.carry):
+            self._read(self.carry, self.carry_lines, last=True)
+        self.carry = None
+        self.ended = True
+
+    def leave_state_as_after_blocks(self) -> None:
+        """The machine does not see the blocks: once they are read, leave it as after the last."""
+        p = self.p
+        if self.ended and self.blocks and p.state == "used" and p.block is None:
+            p.block, p.block_state = [None, None, 0, ""], "instr"
+            if self.blank_end:  # the reference leaves the blocks at the first blank line
+                p.state = "between"
+
+    def _read(self, section: pa.Array, numbers: np.ndarray, last: bool) -> None:
+        """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
+        kind = np.full(len(section), ord("x"), dtype=np.uint8)
+        for code, how, text in g.BLOCK_LETTERS:
+            found = pc.starts_with(section, text) if how == "prefix" else pc.equal(section, text)
+            kind[found.to_numpy(zero_copy_only=False)] = ord(code)
+        # Blank lines only where the section ends.
+        if not (g.BLOCKS_TO_END if last else g.BLOCKS).fullmatch(kind.tobytes()):
+            raise Irregular("Used values block structure")
+        if last:
+            self.blank_end = bool(len(kind)) and kind[-1] == ord("b")
+        is_h, is_i, is_f = kind == ord("h"), kind == ord("i"), kind == ord("f")
+        block = np.cumsum(is_h) - 1
+        in_uses = np.cumsum(kind == ord("U")) - 1 == block  # after this block's ' uses:' line
+        headers = extract(section.filter(pa.array(is_h)), _HEADER)
+        ids = ints(headers.field("id")).to_numpy()
+        self.blocks += len(ids)
+
+        if is_f.sum() not in (0, len(ids)):
+            raise Irregular("some values without their from instruction line")
+        self.texted.add(bool(is_f.sum()) or not len(ids))
+        from_lines = section.filter(pa.array(is_f))
+        if pc.any(pc.ends_with(from_lines, ">")).as_py():
+            raise Irregular("from instruction text may be glued to the next header")
+        spaced = pc.sum(pc.starts_with(from_lines, g.FROM + " ")).as_py() or 0
+        if spaced not in (0, len(from_lines)):
+            raise Irregular("some from instruction texts after a space, some not")
+        if len(from_lines):
+            self.spaced.add(spaced > 0)
+        skip = len(g.FROM) + (spaced > 0)  # 2024-01+: a space after the colon
+        if len(from_lines) or not len(ids):
+            texts = pc.cast(pc.utf8_slice_codeunits(from_lines, skip), pa.string())
+        else:  # 2019-09 .. 2021-09: XLA printed no instruction text
+            texts = pa.nulls(len(ids), pa.string())
+        del from_lines
+        if np.any(kind == ord("n")):
+            self.p.features.add("uses_none")
+
+        pos_mask = is_i & ~in_uses
+        use_mask = is_i & in_uses
+        positions = extract(section.filter(pa.array(pos_mask)), _POSITION)
+        uses = extract(section.filter(pa.array(use_mask)), _USE)
+        pos_block, use_block = block[pos_mask], block[use_mask]
+        self.parts.append(
+            {
+                "ids": ids,
+                "names": pc.cast(headers.field("name"), pa.string()),
+                "lines": numbers[is_h] + 1,
+                "texts": texts,
+                "positions": pa.Table.from_arrays(
+                    [
+                        pa.array(ids[pos_block], pa.int64()),
+                        pa.array(ordinals(pos_block)),
+                        pc.cast(positions.field("name"), pa.string()),
+                        pc.cast(index_or_empty(positions.field("idx")), pa.string()),
+                    ],
+                    schema=model.POSITIONS,
+                ),
+                "uses": pa.Table.from_arrays(
+                    [
+                        pa.array(ids[use_block], pa.int64()),
+                        pa.array(ordinals(use_block)),
+                        pc.cast(uses.field("name"), pa.string()),
+                        ints(uses.field("op")),
+                        pc.cast(index_or_empty(uses.field("idx")), pa.string()),
+                    ],
+                    schema=model.USES,
+                ),
+            }
+        )
+
+    def columns(self) -> dict[str, object]:
+        """The blocks as model columns (rules.py checks them against the placed values)."""
+        p = self.p
+        ids = np.concatenate([part["ids"] for part in self.parts])
+        if len(self.spaced) > 1:
+            raise Irregular("some from instruction texts after a space, some not")
+        if len(self.texted) > 1:
+            raise Irregular("some values without their from instruction line")
+        if self.spaced:
+            p.features.add("from_instruction")
+            if True in self.spaced:
+                p.features.add("from_instruction_space")
+        # The texts stay in their pieces: joined, they would be copied whole (the largest
+        # column of a module); finish takes the ones it keeps a piece at a time.
+        texts = [part.pop("texts") for part in self.parts]
+        return {
+            "used": pa.Table.from_arrays(
+                [
+                    pa.array(ids, pa.int64()),
+                    pa.chunked_array([part["names"] for part in self.parts], pa.string()),
+                    pa.array(np.concatenate([part["lines"] for part in self.parts]), pa.int64()),
+                    pa.chunked_array(texts, pa.string()),
+                ],
+                schema=model.USED,
+            ),
+            "positions": pa.concat_tables([part["positions"] for part in self.parts]),
+            "uses": pa.concat_tables([part["uses"] for part in self.parts]),
+        }
+
+
+_GLUED_HEADER = g.GLUED_HEADER.re2
+
+
+def unglue(lines: pa.LargeStringArray, numbers: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """`lines` with each glued from instruction line split in two, its text then the
+    header, as the reference splits it (scan.LineReader._from_instruction), and each line's
+    file line index (the header keeps its line's).
+
+    The reference takes the leftmost header that runs to the line's end; a header holds
+    one '<', its first character, so that is the one after the line's last '<'. The
+    split lines are new offsets into the same character data: nothing is copied.
+    """
+    maybe = pc.and_(
+        pc.or_(pc.starts_with(lines, g.FROM + "%"), pc.starts_with(lines, g.FROM + " %")),
+        pc.ends_with(lines, ">"),
+    )
+    candidates = np.flatnonzero(maybe.to_numpy(zero_copy_only=False))
+    if not len(candidates):
+        return lines, numbers
+    _, offsets_buffer, data = lines.buffers()
+    offsets = np.frombuffer(offsets_buffer, np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    starts, ends = offsets[candidates], offsets[candidates + 1]
+    chars = np.frombuffer(data, np.uint8)
+    opens = offsets[0] + np.flatnonzero(chars[offsets[0] : offsets[-1]] == ord("<"))
+    last = np.searchsorted(opens, ends) - 1  # each candidate's last '<', if it has one
+    splits = opens[np.maximum(last, 0)] if len(opens) else starts
+    inside = (last >= 0) & (splits > starts + len(g.FROM))
+    candidates, splits, ends = candidates[inside], splits[inside], ends[inside]
+    if not len(candidates):
+        return lines, numbers
+    # The headers, as every other string of an array over the same data: split, end, ...
+    bounds = np.column_stack([splits, ends]).ravel()
+    spans = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), data)
+    headers = spans.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
+    glued = pc.match_substring_regex(headers, _GLUED_HEADER).to_numpy(zero_copy_only=False)
+    if not glued.any():
+        return lines, numbers
+    where, splits = candidates[glued], splits[glued]
+    new_offsets = np.insert(offsets, where + 1, splits)
+    out = pa.LargeStringArray.from_buffers(len(new_offsets) - 1, pa.py_buffer(new_offsets), data)
+    return out, np.insert(numbers, where + 1, numbers[where])

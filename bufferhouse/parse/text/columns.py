@@ -1,0 +1,359 @@
+"""Warehouse tables from scanned columns: the schemas and builders, and the columns
+derived per distinct text (instruction texts, value shapes), each text parsed once.
+
+Numbers that do not fit their warehouse column are errors at the line that
+prints them, naming the field (rules.fits).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bufferhouse.errors import DumpError, ParseError
+from bufferhouse.parse import hlo, memory, shapes
+from bufferhouse.parse.model import ParsedModule, Scanned, first_occurrences
+from bufferhouse.parse.text import rules
+from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
+
+
+def _schema(table: str) -> pa.Schema:
+    """The warehouse table's Arrow schema without its module_id column (the loader adds it)."""
+    schema = arrow_schema(TABLES_BY_NAME[table])
+    return schema.remove(schema.get_field_index("module_id"))
+
+
+SCHEMAS = {
+    name: _schema(name)
+    for name in (
+        "allocations",
+        "hlo_values",
+        "assignments",
+        "positions",
+        "uses",
+        "instructions",
+        "sequence",
+        "live_ranges",
+        "peak_values",
+        "stack_trace",
+        "usage_report",
+        "heap_peaks",
+    )
+}
+
+
+def table(name: str, columns: dict[str, object]) -> pa.Table:
+    """Build a table of the declared schema from arrays or Python lists, column by column."""
+    return _table_of(SCHEMAS[name], columns)
+
+
+def _table_of(schema: pa.Schema, columns: dict[str, object]) -> pa.Table:
+    arrays = []
+    for f in schema:
+        col = columns[f.name]
+        if isinstance(col, (pa.Array, pa.ChunkedArray)):
+            arrays.append(col if col.type == f.type else _cast(col, f.type))
+        else:
+            arrays.append(pa.array(col, f.type))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _cast(col: pa.Array | pa.ChunkedArray, type_: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """Cast to the column's type; a number that does not fit raises OverflowError naming it,
+    as building the array from Python ints would (the ingest names the line that prints it)."""
+    try:
+        return col.cast(type_)
+    except pa.ArrowInvalid:
+        info = np.iinfo(type_.to_pandas_dtype())
+        numbers = col.to_numpy() if isinstance(col, pa.Array) else col.combine_chunks().to_numpy()
+        bad = numbers[(numbers < info.min) | (numbers > info.max)]
+        if not len(bad):
+            raise
+        raise OverflowError(f"Value {int(bad[0])} too large to fit in C integer type") from None
+
+
+def rows_table(name: str, rows: list[tuple]) -> pa.Table:
+    return _rows_of(SCHEMAS[name], rows)
+
+
+def _rows_of(schema: pa.Schema, rows: list[tuple]) -> pa.Table:
+    """A table of `schema` from row tuples, transposed once."""
+    columns = list(zip(*rows)) if rows else [() for _ in schema]
+    return pa.Table.from_arrays(
+        [pa.array(c, f.type) for f, c in zip(schema, columns)], schema=schema
+    )
+
+
+def first_true(mask: pa.Array) -> int | None:
+    """Index of the first true element, None when there is none."""
+    found = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    return int(found[0]) if len(found) else None
+
+
+def _key(table: pa.Table, keys: list[str]) -> pa.Array:
+    """One value per row standing for the row's `keys` (joined strings for a compound key).
+
+    The separator cannot occur in the last key, a ShapeIndex, so the join is one-to-one.
+    """
+    columns = [table[k].combine_chunks() for k in keys]
+    if len(columns) == 1:
+        return columns[0]
+    return pc.binary_join_element_wise(*columns, "\x1f")
+
+
+#: Modules with fewer Used values blocks (one per value) than this do not hand memory
+#: back between steps: the calls would cost more than the little they return, and a
+#: fleet has thousands of small modules.
+_RELEASE_MIN_VALUES = 1 << 16
+
+
+def release(s: Scanned) -> None:
+    """Hand what the last steps freed back to the OS (memory.release), for a large module."""
+    if s.used.num_rows >= _RELEASE_MIN_VALUES:
+        memory.release()
+
+
+def _lookup(
+    table: pa.Table, keys: list[str], targets: pa.Table, column: str
+) -> pa.Array | pa.ChunkedArray:
+    """`column` of `targets` matched on `keys` for each row of `table`, in table order (null if none).
+
+    `targets` must have one row per key.
+    """
+    if table.num_rows == 0:
+        return pa.array([], targets.schema.field(column).type)
+    where = pc.index_in(_key(table, keys), value_set=_key(targets, keys))
+    return pc.take(targets[column], where)
+
+
+def instructions(
+    s: Scanned,
+    out: ParsedModule,
+    used_path: str,
+    hlo_path: str | None,
+    read: Callable[[str], Iterable[tuple[int, str]]],
+) -> pa.Table:
+    """One row per distinct defining instruction, from the first text printed for it."""
+    used = s.used
+    if used["text"].null_count:
+        used = used.filter(pc.is_valid(used["text"]))
+    names = _lookup(used, ["value_id"], s.values.select(["value_id", "instruction"]), "instruction")
+    if isinstance(names, pa.ChunkedArray):
+        names = names.combine_chunks()
+    codes = pc.dictionary_encode(names).indices.to_numpy(zero_copy_only=False)
+    first_rows = first_occurrences(codes)
+    take = pa.array(first_rows, pa.int64())
+    lines = pc.take(used["line"], take)
+    pieces = used["text"].chunks
+    del used
+    s.used = s.used.drop_columns(["text"])  # the distinct texts are all that is needed now
+    texts = _take_ascending(pieces, first_rows, pa.string())
+    release(s)
+    schema = SCHEMAS["instructions"]
+    parts: list[pa.Table] = []
+    for start in range(0, len(texts), _PARSE_BATCH):  # a batch at a time: few Python objects
+        parts.append(
+            _parse_batch(
+                texts.slice(start, _PARSE_BATCH).to_pylist(),
+                lines.slice(start, _PARSE_BATCH).to_pylist(),
+                out,
+                used_path,
+            )
+        )
+    parsed = pa.concat_tables(parts) if parts else _PARSED.empty_table()
+    source_file, source_line = parsed["source_file"], parsed["source_line"]
+    source_function = pa.nulls(len(parsed), pa.string())
+    frame_id = parsed["stack_frame_id"]
+    if hlo_path and frame_id.null_count < len(frame_id):
+        try:
+            frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
+            if "hlo" not in s.sections:
+                s.sections.append("hlo")
+        except DumpError as exc:
+            out.warnings.append(exc)
+            frames = {}
+        # A frame id stands for the location where the metadata names no file.
+        ids = pa.array(list(frames), pa.int64())
+        where = pc.index_in(pc.cast(frame_id, pa.int64()), value_set=ids)
+        resolve = pc.and_(pc.is_null(source_file), pc.is_valid(where))
+        locs = list(frames.values())
+        for column, values, type_ in (
+            ("file", [loc.file for loc in locs], pa.string()),
+            ("line", [loc.line for loc in locs], pa.int32()),
+            ("function", [loc.function for loc in locs], pa.string()),
+        ):
+            found = pc.take(pa.array(values, type_), where)
+            if column == "file":
+                source_file = pc.if_else(resolve, found, source_file)
+            elif column == "line":
+                source_line = pc.if_else(resolve, found, source_line)
+            else:
+                source_function = pc.if_else(resolve, found, source_function)
+    columns: dict[str, object] = {name: parsed[name] for name in _PARSED.names}
+    columns.update(
+        instruction=pc.take(names, take),
+        source_file=source_file,
+        source_line=source_line,
+        source_function=source_function,
+        text=texts,
+    )
+    return table("instructions", {f.name: columns[f.name] for f in schema})
+
+
+def _take_ascending(
+    pieces: list[pa.Array], rows: np.ndarray, type_: pa.DataType
+) -> pa.ChunkedArray:
+    """The elements at ascending `rows` of `pieces` laid end to end, taken a piece at a time.
+
+    Arrow's take on a chunked column first joins the chunks into one copy; here
+    each piece is let go (`pieces` is emptied) once taken from, so the texts a
+    module prints are never held twice.
+    """
+    out = []
+    start = 0
+    for i, piece in enumerate(pieces):
+        pieces[i] = None  # type: ignore[call-overload]
+        lo, hi = np.searchsorted(rows, [start, start + len(piece)])
+        out.append(piece.take(pa.array(rows[lo:hi] - start, pa.int64())))
+        start += len(piece)
+        del piece
+    return pa.chunked_array(out, type_)
+
+
+#: Instruction texts parsed per batch; bounds the Python objects alive at once.
+_PARSE_BATCH = 1 << 15
+#: instructions column -> the hlo.Instruction attribute it is read from.
+_PARSED_FROM = {
+    "opcode": "opcode",
+    "shape": "shape",
+    "operands": "operands",
+    "parameter_number": "parameter_number",
+    "fusion_kind": "fusion_kind",
+    "called_computations": "called",
+    "custom_call_target": "custom_call_target",
+    "op_name": "op_name",
+    "op_type": "op_type",
+    "source_file": "source_file",
+    "source_line": "source_line",
+    "stack_frame_id": "stack_frame_id",
+}
+_PARSED = pa.schema([SCHEMAS["instructions"].field(name) for name in _PARSED_FROM])
+#: All of an Instruction's columns in one C call per text.
+_FIELDS = operator.attrgetter(*_PARSED_FROM.values())
+_UNREAD = (None,) * len(_PARSED)
+
+
+def _parse_batch(texts: list[str], lines: list[int], out: ParsedModule, used_path: str) -> pa.Table:
+    rows: list[tuple] = []
+    for text, line in zip(texts, lines):
+        try:
+            rows.append(_FIELDS(hlo.parse_instruction(text)))
+        except hlo.InstructionSyntaxError as exc:
+            rows.append(_UNREAD)
+            out.warnings.append(
+                DumpError(used_path, line, f"instruction text not understood: {exc}")
+            )
+    try:
+        return _rows_of(_PARSED, rows)
+    except (OverflowError, pa.ArrowInvalid):
+        raise _too_large_in_text(rows, lines, used_path) from None
+
+
+def _too_large_in_text(rows: list[tuple], lines: list[int], used_path: str) -> ParseError:
+    """The first number of an instruction text that does not fit its instructions column."""
+    for row, line in zip(rows, lines):
+        for f, value in zip(_PARSED, row):
+            if not pa.types.is_integer(f.type):
+                continue
+            least, greatest, _ = rules.limits("instructions", f.name)
+            if value is not None and not least <= value <= greatest:
+                message = rules.too_large(
+                    f.name, value, "instructions", f.name, " in the from instruction text"
+                )
+                return ParseError(used_path, line, message)
+    return ParseError(used_path, 0, "a number of an instruction text does not fit its column")
+
+
+def _too_large_in(shape: shapes.Shape) -> str | None:
+    """A number of the shape that does not fit its hlo_values column, worded."""
+    for what, numbers, column in (
+        ("memory space S(n)", [shape.memory_space], "memory_space"),
+        ("dimension", () if shape.is_tuple else shape.dims, "dims"),
+        ("minor_to_major entry", shape.minor_to_major or (), "minor_to_major"),
+        ("logical byte size", [shapes.byte_size(shape)], "logical_bytes"),
+    ):
+        least, greatest, _ = rules.limits("hlo_values", column)
+        for n in numbers:
+            if n is not None and not least <= n <= greatest:
+                return rules.too_large(what, n, "hlo_values", column, " in the value shape")
+    return None
+
+
+def value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
+    """hlo_values rows (sorted by id); each distinct shape string is parsed once."""
+    encoded = pc.dictionary_encode(by_id["shape"].combine_chunks())
+    distinct = encoded.dictionary.to_pylist()
+    codes = encoded.indices
+    per_shape: dict[str, list] = {
+        k: []
+        for k in (
+            "element_type",
+            "dims",
+            "is_dynamic",
+            "minor_to_major",
+            "tiles",
+            "memory_space",
+            "logical_bytes",
+            "is_tuple",
+        )
+    }
+    bad: dict[int, str] = {}
+    for code, text in enumerate(distinct):
+        try:
+            shape = shapes.parse_shape(text)
+        except shapes.ShapeSyntaxError as exc:
+            bad[code] = f"value shape not understood: {exc}"
+            shape = None
+        if shape is not None and (problem := _too_large_in(shape)):
+            bad[code], shape = problem, None
+        if shape is None:
+            for col in per_shape.values():
+                col.append(None)
+            continue
+        per_shape["element_type"].append(shape.element_type)
+        per_shape["dims"].append(list(shape.dims) if not shape.is_tuple else None)
+        per_shape["is_dynamic"].append(any(shape.dynamic) if not shape.is_tuple else False)
+        per_shape["minor_to_major"].append(
+            list(shape.minor_to_major) if shape.minor_to_major is not None else None
+        )
+        per_shape["tiles"].append(shape.tiles)
+        per_shape["memory_space"].append(shape.memory_space)
+        per_shape["logical_bytes"].append(shapes.byte_size(shape))
+        per_shape["is_tuple"].append(shape.is_tuple)
+    if bad:
+        mask = pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type))
+        i = first_true(mask)
+        assert i is not None
+        raise ParseError(
+            ba_path,
+            by_id["line"][i].as_py(),
+            bad[codes[i].as_py()],
+            by_id["shape"][i].as_py(),
+        )
+    columns: dict[str, object] = {
+        "value_id": by_id["value_id"],
+        "instruction": by_id["instruction"],
+        "shape_index": by_id["shape_index"],
+        "is_phi": by_id["is_phi"],
+        "color": by_id["color"],
+        "shape": by_id["shape"],
+        "line": by_id["line"],
+    }
+    schema = SCHEMAS["hlo_values"]
+    for name, col in per_shape.items():
+        columns[name] = pc.take(pa.array(col, schema.field(name).type), codes)
+    return table("hlo_values", columns)
