@@ -111,16 +111,6 @@ def _run_api(tmp_path: Path, name: str, first_on_path: Path | None, mode: str = 
     return json.loads(proc.stdout.splitlines()[-1])
 
 
-# Two fixes outside this branch make it pass (checked with both applied): load/writer.py
-# runs `SET write_buffer_row_group_count = 1`, a DuckDB 2 setting, so every ingest on
-# 1.4 fails (fix: ignore duckdb.CatalogException there); and main's diff raises KeyError
-# (fixed on branch `compare`, bf2f505). Strict: once both land it passes, and this
-# marker must go.
-@pytest.mark.xfail(
-    strict=True,
-    reason="ingest on duckdb 1.4 (load/writer.py SET write_buffer_row_group_count) "
-    "and diff's KeyError on main (branch compare)",
-)
 def test_the_api_on_both_duckdb_majors(tmp_path, oldest_duckdb):
     newest = _run_api(tmp_path, "newest", None)
     oldest = _run_api(tmp_path, "oldest", oldest_duckdb)

@@ -276,7 +276,9 @@ class ModuleWriter(ModuleBuffer):
         self.con = con
         # DuckDB buffers 5 row groups of a bulk insert per table before it compresses and
         # writes them: for a module's instruction texts, ~150 MB more memory than 1 needs.
-        con.execute("SET write_buffer_row_group_count = 1")
+        # The setting is DuckDB 2's; 1.4 (which pyproject allows) has no such buffer.
+        with contextlib.suppress(duckdb.CatalogException):
+            con.execute("SET write_buffer_row_group_count = 1")
         #: The run's row in `runs`, written with the first batch: a run that
         #: writes nothing (killed, disk full, nothing new) leaves no trace.
         self.run_row = run_row
