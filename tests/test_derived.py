@@ -41,7 +41,8 @@ ranked AS (
 SELECT module_id, color, peak_time, value_id, allocation_index, category, size,
   logical_bytes, live_at_peak
 FROM ranked
-WHERE live_at_peak OR (category <> 'temp' AND NOT allocation_live AND size_rank = 1)
+WHERE (live_at_peak AND NOT (category = 'temp' AND shape LIKE '(%'))
+  OR (category <> 'temp' AND NOT allocation_live AND size_rank = 1)
 """
 
 ORACLES = {

@@ -280,14 +280,17 @@ def test_stack_frame_ids_resolve_to_source_lines(fleet_db):
 
 
 def test_sample_003_fragmentation_and_heap_peak(fleet_db):
-    """metrics.md c.6: arena 4 of 66048 bytes has 1056 bytes live at most."""
+    """metrics.md c.6: arena 4 of 66048 bytes has 1056 bytes live at most, 512 + 512 + the
+    32-byte tuple fusion.36{}; a tuple-shaped value is a pointer table XLA never
+    heap-simulates (its own allocation, merged into the temp one by
+    CombineTempAllocations), so the heap peak leaves it out: 1024 (docs/metrics.md)."""
     table = bufferhouse.query("fragmentation", db=fleet_db, module="003_186bba49641ec33a")
     rows = {r["allocation_index"]: r for r in table.to_pylist()}
     assert rows[4]["size"] == 66048
-    assert rows[4]["max_live_bytes"] == 1056
-    assert rows[4]["waste_bytes"] == 64992
+    assert rows[4]["max_live_bytes"] == 1056 - 32
+    assert rows[4]["waste_bytes"] == 64992 + 32
     modules = bufferhouse.query("modules", db=fleet_db, module="003_186bba49641ec33a")
-    assert modules.column("heap_peak_bytes").to_pylist() == [4195328 + 1056]
+    assert modules.column("heap_peak_bytes").to_pylist() == [4195328 + 1056 - 32]
     assert modules.column("total_bytes").to_pylist() == [4282880]
     assert modules.column("logical_peak_bytes").to_pylist() == [4210772]
 

@@ -20,6 +20,7 @@
 -- column opcode: Opcode of the defining instruction.
 -- column op_name: Framework op name.
 -- note: Aliased values share a slice, so blocks can overlap. The most bytes live at once is allocations.max_live_bytes; size minus that is the fragmentation query's waste.
+-- note: Tuple-shaped values (pointer tables XLA never heap-simulates) are drawn but, as in the heap peak, not counted in max_live_bytes.
 -- example: bufferhouse query arena --param module=jit_train_step --param allocation=4
 WITH chosen AS (
   -- the module selector: see queries/__init__.py

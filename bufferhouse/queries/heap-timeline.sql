@@ -8,10 +8,10 @@
 -- column time: Program-order step, 0 .. schedule_length.
 -- column instruction: Instruction scheduled at that step (NULL at the end step).
 -- column indefinite_bytes: Parameter, output, constant and thread-local allocations of the space (constant over time).
--- column temp_bytes: Bytes of temp allocations in use: the union of the byte ranges of temp values live at the step.
+-- column temp_bytes: Bytes of temp allocations in use: the union of the byte ranges of temp values (not tuple-shaped) live at the step.
 -- column live_bytes: indefinite_bytes + temp_bytes.
 -- column is_peak: The step is the module's heap peak (first maximum).
--- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout. Steps run to schedule_length, where read-only entry parameters end.
+-- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout; tuple-shaped temp values (pointer tables XLA never heap-simulates) do not count. Steps run to schedule_length, where read-only entry parameters end.
 -- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
 WITH chosen AS (
   -- the module selector (see queries/__init__.py) and the module's heap peak
@@ -66,6 +66,16 @@ temp_values AS (
     WHERE module_id IN (SELECT module_id FROM chosen)
   ) AS lr
     ON lr.module_id = a.module_id AND lr.value_id = a.value_id
+  -- tuple-shaped values are pointer tables XLA never heap-simulates (own
+  -- allocation, merged into the temp one afterwards): not part of the heap
+  JOIN (
+    SELECT module_id, value_id
+    FROM hlo_values
+    WHERE
+      NOT coalesce(is_tuple, false)
+      AND module_id IN (SELECT module_id FROM chosen)
+  ) AS v
+    ON v.module_id = a.module_id AND v.value_id = a.value_id
   WHERE a.size > 0
 ),
 -- each value's live steps, generated from its range rather than by joining

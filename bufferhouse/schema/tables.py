@@ -147,7 +147,8 @@ MODULES = Table(
         _c(
             "heap_peak_bytes",
             "BIGINT",
-            "Heap peak of memory space 0: indefinite allocations + max temp bytes live at once (see heap_peaks).",
+            "Heap peak of memory space 0: indefinite allocations + max temp bytes live at once, tuple-shaped"
+            " temp values left out (see heap_peaks): the peak of the heap-simulator trace as XProf draws it.",
         ),
         _c(
             "row_counts",
@@ -479,7 +480,8 @@ HEAP_PEAKS = Table(
         _c(
             "temp_peak_bytes",
             "BIGINT",
-            "Max over program order of temp bytes live at once (byte ranges in use, counted once); NULL without live ranges.",
+            "Max over program order of temp bytes live at once (byte ranges in use, counted once; tuple-shaped"
+            " values, which XLA never heap-simulates, left out); NULL without live ranges.",
         ),
         _c(
             "heap_peak_bytes",

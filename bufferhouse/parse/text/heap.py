@@ -25,6 +25,11 @@ def temp_allocations(allocs: pa.Table) -> pa.Array:
     )
 
 
+def is_tuple_shape(shape: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Values whose printed shape is a tuple, `(...)`: their buffer is a table of pointers."""
+    return pc.fill_null(pc.starts_with(shape, "("), False)
+
+
 def heap_peaks(
     s: Scanned, temp: pa.Array, live_last: pa.Table, live_vid: pa.Array | pa.ChunkedArray
 ) -> tuple[list[tuple], pa.Array]:
@@ -34,7 +39,11 @@ def heap_peaks(
     the byte ranges [offset, offset+size) of its values live at t (both ends
     inclusive). Aliases share a range and are counted once; values whose
     ranges the heap simulator overlapped only touch in time and are also
-    counted once. `live_vid` is the value each entry of `live_last` names.
+    counted once. Tuple-shaped values (pointer tables) are left out: XLA gives
+    each its own allocation, never heap-simulated, and only merges it into the
+    temp allocation afterwards (CombineTempAllocations), so the heap-simulator
+    trace never allocates them (docs/metrics.md, "heap_peak_bytes").
+    `live_vid` is the value each entry of `live_last` names.
     Also returns each allocation's own maximum (null unless temp), row for
     row with s.allocs. Numbers stay in numpy arrays: a large module has
     hundreds of thousands of allocations.
@@ -44,11 +53,14 @@ def heap_peaks(
     color = s.allocs["color"].to_numpy()
     size = s.allocs["size"].to_numpy()
     is_temp = temp.to_numpy(zero_copy_only=False)
-    values = s.values.select(["value_id", "allocation", "byte_offset", "size"])
+    values = s.values.select(["value_id", "allocation", "byte_offset", "size", "shape"])
     temp_values = values.filter(
         pc.and_(
-            pc.is_in(values["allocation"], value_set=pa.array(index[is_temp])),
-            pc.not_equal(values["size"], 0),
+            pc.and_(
+                pc.is_in(values["allocation"], value_set=pa.array(index[is_temp])),
+                pc.not_equal(values["size"], 0),
+            ),
+            pc.invert(is_tuple_shape(values["shape"])),
         )
     )
     del values
