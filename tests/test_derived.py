@@ -15,7 +15,7 @@ import pytest
 import bufferhouse
 from bufferhouse import queries
 from bufferhouse.check import check_warehouse
-from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES
+from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.derive import derived_tables
 from bufferhouse.schema.warehouse import schema_version
 from tests.conftest import CORPUS, DATA, SAMPLES
@@ -135,7 +135,7 @@ def test_a_writer_upgrades_version_2_in_place(tmp_path):
         con.execute("UPDATE schema_info SET value = '2' WHERE key = 'schema_version'")
     bufferhouse.connect(db, read_only=False).close()
     with duckdb.connect(str(db), read_only=True) as con:
-        assert schema_version(con) == 3
+        assert schema_version(con) == SCHEMA_VERSION
         for name, rows in before.items():
             assert _rows(con, f'SELECT * FROM "{name}"') == rows, name
     assert check_warehouse(db).ok, check_warehouse(db).lines()

@@ -199,6 +199,8 @@ def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: i
         "logical_peak_time": facts["logical_peak_time"],
         "logical_peak_bytes": facts["logical_peak_bytes"],
         "heap_peak_bytes": facts["heap_peak_bytes"],
+        # Exact only where memory_analysis() has no heap-simulator trace to replay: CPU.
+        "xla_peak_bytes": facts["xla_static_peak_bytes"] if backend == "cpu" else None,
     }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,14 @@ MODULES = Table(
             "row_counts",
             "MAP(VARCHAR, BIGINT)",
             "Rows written per table for this module at ingest; `bufferhouse check` compares them.",
+        ),
+        _c(
+            "xla_peak_bytes",
+            "BIGINT",
+            "XLA's own peak, memory_analysis().peak_memory_in_bytes: largest value of each non-thread-local"
+            " parameter, constant or maybe-live-out allocation, all memory spaces, plus the replayed"
+            " heap-simulator trace of the executable's buffer assignment, which is empty on CPU."
+            " From text: NULL unless the file name says cpu (docs/metrics.md, xla_peak_bytes).",
         ),
     ),
     per_module=False,

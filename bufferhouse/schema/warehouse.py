@@ -211,8 +211,36 @@ def _add_derived_tables(con: duckdb.DuckDBPyConnection) -> None:
     derive_all(con)
 
 
+def _add_xla_peak_bytes(con: duckdb.DuckDBPyConnection) -> None:
+    """3 -> 4: modules.xla_peak_bytes, filled for CPU modules by the rule the text parser
+    applies (bufferhouse.parse.text.heap.xla_static_peak), and the derived tables again
+    (heap_peak_buffers no longer lists tuple-shaped temp values). heap_peaks and
+    heap_peak_bytes of modules whose temp allocations hold tuple-shaped values stay as
+    they were: the sweep needs the dumps (re-ingest them; CHANGELOG.md)."""
+    from bufferhouse.schema.derive import derive_all
+
+    con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS xla_peak_bytes BIGINT")
+    con.execute(
+        """
+        UPDATE modules SET xla_peak_bytes = coalesce(s.bytes, 0)
+        FROM (
+          SELECT m.module_id, (
+            SELECT sum(largest) FROM (
+              SELECT max(v.size) AS largest
+              FROM allocations AS a
+              JOIN assignments AS v USING (module_id, allocation_index)
+              WHERE a.module_id = m.module_id AND NOT a.is_thread_local
+                AND (a.is_parameter OR a.is_constant OR a.is_maybe_live_out)
+              GROUP BY a.allocation_index)) AS bytes
+          FROM modules AS m WHERE m.backend = 'cpu') AS s
+        WHERE modules.module_id = s.module_id
+        """
+    )
+    derive_all(con)
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
-_UPGRADES = {1: _renumber_modules, 2: _add_derived_tables}
+_UPGRADES = {1: _renumber_modules, 2: _add_derived_tables, 3: _add_xla_peak_bytes}
 
 
 def upgrade(con: duckdb.DuckDBPyConnection, path: str) -> None:

@@ -28,7 +28,7 @@ from bufferhouse.parse.text.columns import (
     table,
     value_table,
 )
-from bufferhouse.parse.text.heap import heap_peaks, sum_exact, temp_allocations
+from bufferhouse.parse.text.heap import heap_peaks, sum_exact, temp_allocations, xla_static_peak
 
 
 def _key_numbers(tables: list[pa.Table]) -> list[np.ndarray]:
@@ -200,6 +200,7 @@ def finish(
 
     temp = temp_allocations(allocs)
     heap_rows, alloc_live = heap_peaks(s, temp, live_last, live_last_vid)
+    xla_static = xla_static_peak(allocs, s.values)
     del live_last, live_last_vid
     release(s)
 
@@ -312,6 +313,7 @@ def finish(
         "logical_peak_time": s.peak_time,
         "logical_peak_bytes": logical_peak,
         "heap_peak_bytes": heap0,
+        "xla_static_peak_bytes": xla_static,
         "format_era": max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
         "layout": "split" if "split" in s.features else "combined",
         "tiled": values_out["tiles"].null_count < values_out.num_rows,

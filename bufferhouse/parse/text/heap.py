@@ -30,6 +30,29 @@ def is_tuple_shape(shape: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.fill_null(pc.starts_with(shape, "("), False)
 
 
+def xla_static_peak(allocs: pa.Table, values: pa.Table) -> int:
+    """XLA's peak_memory_in_bytes before any heap-simulator event: the static buffers.
+
+    ComputePeakMemoryImpl (xla/service/buffer_assignment.cc) starts from
+    AllocateStaticBuffers: for every allocation that is a parameter, constant or
+    maybe-live-out and not thread-local, the size of its largest value (not
+    the allocation's size), over every memory space; then it replays the
+    buffer assignment's heap-simulator traces. The buffer assignment a CPU
+    executable reports to memory_analysis() carries no traces, so on CPU this
+    sum is the whole figure (docs/metrics.md, "xla_peak_bytes").
+    """
+    static = pc.and_(
+        pc.invert(allocs["thread_local"]),
+        pc.or_(
+            pc.or_(pc.is_valid(allocs["parameter_number"]), allocs["constant"]),
+            allocs["maybe_live_out"],
+        ),
+    )
+    placed = values.filter(pc.is_in(values["allocation"], value_set=allocs["index"].filter(static)))
+    largest = placed.group_by("allocation").aggregate([("size", "max")])["size_max"]
+    return sum_exact(largest.to_numpy()) if len(largest) else 0
+
+
 def heap_peaks(
     s: Scanned, temp: pa.Array, live_last: pa.Table, live_vid: pa.Array | pa.ChunkedArray
 ) -> tuple[list[tuple], pa.Array]:
