@@ -128,6 +128,8 @@ def open_connection(
                 ) from None
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.01)))
             delay = min(delay * 2, 1.0)
+    # No progress bar: DuckDB draws it on stdout, into the data a query writes there.
+    con.execute("SET enable_progress_bar = false")
     return con
 
 
