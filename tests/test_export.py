@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 import sqlglot
@@ -34,7 +36,7 @@ from bufferhouse.export import (
     transpile,
 )
 from bufferhouse.export import parquet as parquet_mod
-from bufferhouse.export.dataset import file_schema, is_partitioned
+from bufferhouse.export.dataset import file_schema, hive_partitioning, is_partitioned, table_schema
 from bufferhouse.schema import SCHEMA_VERSION, TABLES, TABLES_BY_NAME, arrow_schema
 from tests.conftest import CORPUS, SAMPLES, hash_keyed, module_hashes
 
@@ -408,3 +410,94 @@ def test_spark_module_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyspark.sql", None)
     with pytest.raises(MissingExtraError, match=r"pip install 'bufferhouse\[spark\]'"):
         bhs.session()
+
+
+# --- other readers: every table as they find it, with the declared types ---------------
+
+
+@pytest.fixture(scope="module")
+def with_empty_tables(samples_db, tmp_path_factory) -> Path:
+    """An export in which some tables have no rows (no labels, no usage reports)."""
+    out = tmp_path_factory.mktemp("empty") / "out"
+    report = export_warehouse(out, samples_db)
+    empty = [name for name, rows in report.tables.items() if rows == 0]
+    assert {"labels", "usage_report"} <= set(empty), empty
+    return out
+
+
+def _declared(table) -> pa.Schema:
+    """The table's declared columns and types, with the partition column (int64)."""
+    schema = table_schema(table)
+    if is_partitioned(table) and "run_id" not in schema.names:
+        schema = schema.append(pa.field("run_id", pa.int64()))
+    return schema
+
+
+def _types(schema) -> dict:
+    return {f.name: f.type for f in schema}
+
+
+def test_empty_tables_are_files_with_their_columns(with_empty_tables):
+    for table in TABLES:
+        files = list((with_empty_tables / table.name).rglob("*.parquet"))
+        assert files, f"{table.name}: no file"
+        for path in files:
+            assert pq.read_schema(path).types == file_schema(table).types, path
+            if is_partitioned(table):
+                assert path.parent.name.startswith("run_id="), path
+
+
+@pytest.mark.parametrize("table", TABLES, ids=[t.name for t in TABLES])
+def test_pyarrow_pandas_and_polars_read_every_table_with_its_declared_types(
+    table, with_empty_tables, samples_db
+):
+    import pandas as pd
+    import polars as pl
+
+    path = with_empty_tables / table.name
+    want = _declared(table)
+    with duckdb.connect(str(samples_db), read_only=True) as con:
+        rows = con.execute(f'SELECT count(*) FROM "{table.name}"').fetchone()[0]
+    partitioning = hive_partitioning() if is_partitioned(table) else None
+
+    got = pads.dataset(path, partitioning=partitioning).to_table()
+    assert _types(got.schema) == _types(want) and got.num_rows == rows
+
+    frame = pd.read_parquet(path, partitioning=partitioning, dtype_backend="pyarrow")
+    assert {c: t.pyarrow_dtype for c, t in frame.dtypes.items()} == _types(want)
+    assert len(frame) == rows
+    if is_partitioned(table):  # numpy dtypes too: run_id an integer, not a category
+        assert pd.read_parquet(path, partitioning=partitioning)["run_id"].dtype == "int64"
+
+    # polars as it is (no hints): the declared types as polars maps them.
+    frame = pl.read_parquet(f"{path}/")
+    assert dict(frame.schema) == dict(pl.from_arrow(want.empty_table()).schema)
+    assert frame.height == rows
+
+
+def test_spark_reads_every_table_with_its_declared_types(with_empty_tables):
+    pytest.importorskip("pyspark")
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    from bufferhouse import spark as bhs
+
+    session = bhs.session("local[1]")
+    try:
+        for table in TABLES:
+            frame = session.read.parquet(str(with_empty_tables / table.name))
+            got = {f.name: f.dataType for f in frame.schema}
+            want = {f.name: from_arrow_type(f.type) for f in _declared(table)}
+            assert got == want, table.name
+    finally:
+        session.stop()
+
+
+def test_ingest_to_parquet_writes_every_table_too(tmp_path):
+    import polars as pl
+
+    out = tmp_path / "out"
+    assert ingest_to_parquet([SAMPLES], out).ok
+    for table in TABLES:
+        frame = pl.read_parquet(f"{out / table.name}/")  # fails on a table without files
+        assert dict(frame.schema) == dict(pl.from_arrow(_declared(table).empty_table()).schema)
+    assert pl.read_parquet(f"{out / 'labels'}/").height == 0

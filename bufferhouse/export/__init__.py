@@ -8,11 +8,14 @@ and never the other way round (schema -> ingest -> queries -> export -> cli).
 - `ingest_to_parquet(paths, out_dir)`: parse dumps straight into such a
   dataset; many processes or machines may write one dataset at once.
 - `attach(source, db=...)`: DuckDB views (and the bh_* macros) over a dataset.
+- `hive_partitioning()`: the datasets' typed partitioning (run_id BIGINT), for
+  pyarrow and pandas, which infer a large partition value as text.
 - `transpile(name, dialect)`: a canned query in Spark, Trino, BigQuery or
   Postgres SQL.
 """
 
 from bufferhouse.export.attach import AttachReport, attach, open_dataset
+from bufferhouse.export.dataset import hive_partitioning
 from bufferhouse.export.parquet import (
     ExportReport,
     PartWriter,
@@ -30,6 +33,7 @@ __all__ = [
     "Transpiled",
     "attach",
     "export_warehouse",
+    "hive_partitioning",
     "ingest_to_parquet",
     "open_dataset",
     "read_table",

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 
 from bufferhouse.errors import ExportError
 from bufferhouse.schema import (
@@ -52,6 +53,12 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 def is_partitioned(table: Table) -> bool:
     return table.name not in STATIC_TABLES
+
+
+def hive_partitioning() -> pads.Partitioning:
+    """The datasets' partitioning, typed: pyarrow (and pandas through it) infers a
+    partition value past 32 bits as a string, or a category; passed this, int64."""
+    return pads.partitioning(pa.schema([(PARTITION, pa.int64())]), flavor="hive")
 
 
 def file_columns(table: Table) -> list[str]:
@@ -210,9 +217,23 @@ bufferhouse attach THIS_DIR --db fleet-views.duckdb   # DuckDB views + bh_* macr
 bufferhouse query top-modules --db fleet-views.duckdb
 ```
 
+Every table has at least one file, with its columns and types even when it
+has no rows. `run_id` is a BIGINT: polars, Spark and DuckDB infer it; pyarrow
+and pandas infer a partition value past 32 bits as a string (a category in
+pandas), so give them the partitioning schema:
+
 ```python
-import pyarrow.dataset as ds
-modules = ds.dataset("THIS_DIR/modules", partitioning="hive").to_table()
+import pyarrow as pa, pyarrow.dataset as ds
+run_id = ds.partitioning(pa.schema([("run_id", pa.int64())]), flavor="hive")
+modules = ds.dataset("THIS_DIR/modules", partitioning=run_id).to_table()
+
+import pandas as pd   # dtype_backend="pyarrow" keeps every declared type
+modules = pd.read_parquet("THIS_DIR/modules", partitioning=run_id)
+
+import polars as pl
+modules = pl.read_parquet("THIS_DIR/modules/")
+
+modules = spark.read.parquet("THIS_DIR/modules")
 ```
 
 """

@@ -36,6 +36,7 @@ from bufferhouse.export.dataset import (
     check_schema_version,
     file_columns,
     file_schema,
+    hive_partitioning,
     is_partitioned,
     part_token,
     partition_dir,
@@ -166,11 +167,19 @@ def export_warehouse(
         report.modules, report.runs = con.execute(
             f"SELECT count(*), count(DISTINCT run_id) FROM ({chosen})", chosen_params
         ).fetchall()[0]
+        (first_run,) = con.execute(
+            f"SELECT coalesce((SELECT min(run_id) FROM ({chosen})), "
+            "(SELECT min(run_id) FROM runs), 0)",
+            chosen_params,
+        ).fetchall()[0]
         for table in chosen_tables:
             sql = _select_sql(table, chosen, everything=not label_pairs)
             params = list(chosen_params) if is_partitioned(table) else []
             reader = _arrow_reader(con.sql(sql, params=params))
-            report.tables[table.name] = _write_table(staging, table, reader, token, rows_per_file)
+            rows = _write_table(staging, table, reader, token, rows_per_file)
+            if rows == 0 and is_partitioned(table):
+                write_empty(staging, table, first_run, token)
+            report.tables[table.name] = rows
         write_metadata_files(staging)
         report.files, report.bytes_written = _tally(staging)
         _move_into_place(staging, target)
@@ -218,7 +227,7 @@ def _write_table(
         pa.RecordBatchReader.from_batches(with_partition, batches()),
         base,
         format="parquet",
-        partitioning=pads.partitioning(pa.schema([(PARTITION, pa.int64())]), flavor="hive"),
+        partitioning=hive_partitioning(),
         basename_template=f"{token}-{{i}}.parquet",
         file_options=pads.ParquetFileFormat().make_write_options(
             compression=PARQUET_OPTIONS["compression"],
@@ -231,6 +240,20 @@ def _write_table(
         create_dir=True,
     )
     return rows
+
+
+def write_empty(root: Path, table: Table, run_id: int, token: str) -> None:
+    """A Parquet file with the table's columns and no rows, in the partition of `run_id`.
+
+    A table without rows is still a table: an empty folder left every reader
+    without its columns (polars refused it, pyarrow and pandas gave zero columns).
+    """
+    directory = partition_dir(root, table, run_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"{token}-empty.parquet"
+    tmp = directory / f".{token}-empty.parquet.tmp"
+    pq.write_table(file_schema(table).empty_table(), tmp, **PARQUET_OPTIONS)
+    os.replace(tmp, final)
 
 
 def _tally(root: Path) -> tuple[int, int]:
@@ -267,11 +290,7 @@ def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) 
     files = sorted(str(p) for p in base.rglob("*.parquet")) if base.is_dir() else []
     if not files:
         return schema.empty_table()
-    partitioning = (
-        pads.partitioning(pa.schema([(PARTITION, pa.int64())]), flavor="hive")
-        if is_partitioned(table)
-        else None
-    )
+    partitioning = hive_partitioning() if is_partitioned(table) else None
     data = pads.dataset(
         files, format="parquet", partitioning=partitioning, partition_base_dir=str(base)
     )
@@ -390,6 +409,14 @@ class PartWriter(ModuleBuffer):
         self._write("schema_info", [_rows("schema_info", info)], "schema_info")
         write_metadata_files(self.root)
 
+    def finish(self) -> None:
+        """After the last batch: a table of the dataset that has no file yet gets one
+        without rows (readers learn its columns from it), in this run's partition."""
+        for table in TABLES_BY_NAME.values():
+            base = self.root / table.name
+            if is_partitioned(table) and next(base.rglob("*.parquet"), None) is None:
+                write_empty(self.root, table, self.run_id, self.token)
+
     def write(self, batch: Batch) -> int:
         if batch.empty:
             return 0
@@ -470,7 +497,7 @@ def ingest_to_parquet(
         held=known_module_ids(root),
     )
     writer.start(paths)
-    return ingest_into(
+    report = ingest_into(
         writer,
         groups,
         str(root),
@@ -480,3 +507,5 @@ def ingest_to_parquet(
         strict=strict,
         progress=progress,
     )
+    writer.finish()
+    return report
