@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,7 @@ from bufferhouse.export import (
 )
 from bufferhouse.export import parquet as parquet_mod
 from bufferhouse.export.dataset import file_schema, hive_partitioning, is_partitioned, table_schema
+from bufferhouse.parse.discover import discover
 from bufferhouse.schema import SCHEMA_VERSION, TABLES, TABLES_BY_NAME, arrow_schema
 from tests.conftest import CORPUS, SAMPLES, hash_keyed, module_hashes
 
@@ -183,18 +185,27 @@ def test_two_writers_at_once_equal_one_warehouse(fleet_db, tmp_path):
     out = tmp_path / "shared"
     first = _ingest_cli([SAMPLES, CORPUS / "jax-0.6.2"], out, "writer=a")
     second = _ingest_cli([CORPUS], out, "writer=b")
+    loaded = []
     for proc in (first, second):
         _, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
+        counts = re.search(r"(\d+) loaded, (\d+) already present, 0 failed", err)
+        assert counts, err
+        loaded.append(int(counts.group(1)))
     raw = read_table(out, "modules")
     deduped = read_table(out, "modules", dedup=True)
-    # jax-0.6.2 is in both shards: parsed twice if the writers overlapped in time,
-    # skipped by the second if the first had already published it.
-    assert raw.num_rows >= deduped.num_rows
-    assert read_table(out, "runs").num_rows == 2
     with duckdb.connect(str(fleet_db), read_only=True) as con:
         expected = con.sql("SELECT count(*) FROM modules").fetchall()[0][0]
+    # jax-0.6.2 is in both shards: parsed twice if the writers overlapped in time,
+    # skipped by a writer that found it published when it started. Every module a
+    # writer loaded is in the dataset once; the copies beyond one are of jax-0.6.2.
+    assert raw.num_rows == sum(loaded)
     assert deduped.num_rows == expected
+    overlap = {files.buffer_assignment for files in discover([CORPUS / "jax-0.6.2"])}
+    copies = [r for r in raw.to_pylist() if r["paths"][0] in overlap]
+    twice = raw.num_rows - deduped.num_rows
+    assert len(copies) == len(overlap) + twice and 0 <= twice <= len(overlap)
+    assert read_table(out, "runs").num_rows == 2
     db = tmp_path / "shared.duckdb"
     attach(out, db)
     fleet_hashes = module_hashes(fleet_db)

@@ -4,7 +4,9 @@ the corpus was compiled."""
 
 from __future__ import annotations
 
+import gzip
 import os
+import re
 from pathlib import Path
 
 import duckdb
@@ -12,6 +14,7 @@ import pytest
 
 import bufferhouse
 from bufferhouse.parse import shapes
+from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 
 
@@ -88,6 +91,7 @@ def test_text_counts(fleet_db, manifest):
         rows = con.execute(
             "SELECT paths[1], allocation_count, value_count, total_bytes FROM modules"
         ).fetchall()
+    checked = 0
     for path, n_alloc, n_values, total in rows:
         entry = manifest.get(_manifest_key(path))
         if entry:
@@ -97,17 +101,73 @@ def test_text_counts(fleet_db, manifest):
                 tc["n_assigned_values"],
                 tc["total_bytes_used"],
             )
+            checked += 1
+    assert checked == len(manifest)  # every manifest module found and compared
 
 
-def test_total_bytes_is_sum_of_allocations(fleet_db):
+#: Figures XLA printed, read from the raw files with patterns of the test's own,
+#: not by the ingest's parser.
+_ALLOCATION = re.compile(r"^allocation \d+: size (\d+)", re.MULTILINE)
+_TOTAL = re.compile(r"^Total bytes used: (\d+)", re.MULTILINE)
+_PEAK_HEADER = re.compile(r"^ *Live ranges at (\d+) \(peak\):$")
+_PEAK_ENTRY = re.compile(r"^ +\S.*: (\d+) bytes(?: \(cumulative: (\d+) bytes\))?$")
+_STACK_HEADER = re.compile(
+    r"^ *Stack trace breakdown for peak usage: ([\d\s]+) bytes", re.MULTILINE
+)
+
+
+def _raw_texts(db: Path) -> dict[int, str]:
+    """module_id -> the text of its dump files, as found on disk (discovery's grouping),
+    without the memory-usage report (which repeats `Total bytes used:` in some eras)."""
+    groups = {g.buffer_assignment: g for g in discover([SAMPLES, CORPUS])}
+    with _con(db) as con:
+        firsts = con.execute("SELECT module_id, paths[1] FROM modules").fetchall()
+    texts = {}
+    for module_id, first in firsts:
+        parts = []
+        for role, path in groups[first].dump_files():
+            if role == "usage_report":
+                continue
+            with gzip.open(path, "rt") if path.endswith(".gz") else open(path) as f:
+                parts.append(f.read())
+        texts[module_id] = "\n".join(parts)
+    return texts
+
+
+def test_total_bytes_equals_the_allocation_lines_xla_printed(fleet_db):
+    """modules.total_bytes and the allocations stored == the `allocation N: size S`
+    lines and the `Total bytes used:` line of the raw text, for every module."""
+    texts = _raw_texts(fleet_db)
     with _con(fleet_db) as con:
-        bad = con.execute(
-            """
-            SELECT m.file_stem FROM modules m JOIN allocations a USING (module_id)
-            GROUP BY m.module_id, m.file_stem, m.total_bytes HAVING sum(a.size) <> m.total_bytes
-            """
-        ).fetchall()
-    assert bad == []
+        stored = dict(
+            con.execute(
+                "SELECT m.module_id, [any_value(m.total_bytes), sum(a.size)] FROM modules m "
+                "LEFT JOIN allocations a USING (module_id) GROUP BY m.module_id"
+            ).fetchall()
+        )
+    checked = 0
+    for module_id, text in texts.items():
+        allocations = sum(int(size) for size in _ALLOCATION.findall(text))
+        (printed,) = _TOTAL.findall(text)
+        assert int(printed) == allocations, module_id  # XLA's own two figures agree
+        assert stored[module_id] == [allocations, allocations], module_id
+        checked += 1
+    assert checked == len(texts) > 190
+
+
+def test_a_total_that_is_not_the_sum_of_allocations_is_refused_at_its_line(tmp_path):
+    """The rule lives in the parser: a real module with its total changed fails there."""
+    module = _copy_module(tmp_path, "jax-0.10.2/bool_mask_ops")
+    values = next(module.glob("*-buffer-assignment-values.txt"))
+    text = values.read_text()
+    (printed,) = _TOTAL.findall(text)
+    line = text[: text.index("Total bytes used:")].count("\n") + 1
+    values.write_text(
+        text.replace(f"Total bytes used: {printed}", f"Total bytes used: {int(printed) + 1}")
+    )
+    (failed,) = bufferhouse.ingest(module, db=tmp_path / "w.duckdb").failed
+    assert (failed.error.path, failed.error.line) == (str(values), line)
+    assert f"but the allocations add up to {printed}" in failed.error.message
 
 
 def test_usage_report_totals(fleet_db):
@@ -215,17 +275,77 @@ def test_logical_peak_time_recomputed_from_instruction_shapes(fleet_db):
     assert checked > 150
 
 
-def test_logical_peak_bytes_is_last_cumulative(fleet_db):
+def _printed_peak(text: str) -> tuple[int, list[int], list[int]] | None:
+    """(peak time, bytes and cumulative figures of each entry) of the printed peak list."""
+    lines = iter(text.splitlines())
+    for line in lines:
+        header = _PEAK_HEADER.match(line)
+        if header:
+            sizes, cumulative = [], []
+            indent = len(line) - len(line.lstrip())
+            for entry in lines:
+                m = _PEAK_ENTRY.match(entry)
+                if not m or len(entry) - len(entry.lstrip()) <= indent:  # the next section
+                    break
+                sizes.append(int(m.group(1)))
+                if m.group(2) is not None:
+                    cumulative.append(int(m.group(2)))
+            return int(header.group(1)), sizes, cumulative
+    return None
+
+
+def test_logical_peak_equals_the_figures_xla_printed(fleet_db):
+    """modules.logical_peak_bytes/time == the peak list's sum and last cumulative figure
+    and the stack-trace breakdown's header, read from the raw text."""
+    texts = _raw_texts(fleet_db)
     with _con(fleet_db) as con:
-        bad = con.execute(
-            """
-            SELECT m.file_stem FROM modules m JOIN peak_values p USING (module_id)
-            GROUP BY m.module_id, m.file_stem, m.logical_peak_bytes
-            HAVING sum(p.bytes) <> m.logical_peak_bytes
-                OR max(p.cumulative_bytes) <> m.logical_peak_bytes
-            """
-        ).fetchall()
-    assert bad == []
+        stored = dict(
+            con.execute(
+                "SELECT module_id, [logical_peak_time, logical_peak_bytes] FROM modules"
+            ).fetchall()
+        )
+    checked = with_stack = 0
+    for module_id, text in texts.items():
+        printed = _printed_peak(text)
+        if printed is None:
+            assert stored[module_id][1] is None, module_id
+            continue
+        time, sizes, cumulative = printed
+        assert stored[module_id] == [time, sum(sizes)], module_id
+        if cumulative:
+            assert cumulative[-1] == sum(sizes), module_id
+        header = _STACK_HEADER.findall(text)
+        if header:
+            assert int(re.sub(r"\s", "", header[0])) == sum(sizes), module_id
+            with_stack += 1
+        checked += 1
+    assert checked > 150 and with_stack > 60
+
+
+def test_a_peak_list_that_does_not_add_up_is_refused_at_its_line(tmp_path):
+    module = _copy_module(tmp_path, "jax-0.10.2/bool_mask_ops")
+    live = next(module.glob("*-live-range.txt"))
+    text = live.read_text()
+    _, sizes, cumulative = _printed_peak(text)
+    last = f"(cumulative: {cumulative[-1]} bytes)"
+    line = text[: text.index(last)].count("\n") + 1
+    live.write_text(text.replace(last, f"(cumulative: {cumulative[-1] + 1} bytes)"))
+    (failed,) = bufferhouse.ingest(module, db=tmp_path / "w.duckdb").failed
+    assert (failed.error.path, failed.error.line) == (str(live), line)
+    want = f"cumulative {cumulative[-1] + 1} bytes, but the running sum is {sum(sizes)}"
+    assert want in failed.error.message
+
+
+def _copy_module(tmp_path: Path, program: str) -> Path:
+    """A corpus module's files, unzipped into a directory of their own."""
+    out = tmp_path / "module"
+    out.mkdir()
+    for path in (CORPUS / program).iterdir():
+        if path.name.endswith(".gz"):
+            (out / path.name[:-3]).write_bytes(gzip.decompress(path.read_bytes()))
+        else:
+            (out / path.name).write_bytes(path.read_bytes())
+    return out
 
 
 def test_stack_trace_invariants(fleet_db):
