@@ -8,8 +8,11 @@ generated here.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,23 +265,59 @@ def test_unreadable_entries_are_named(tmp_path):
     assert [o.files.stem for o in report.loaded] == [SAMPLE.stem]
 
 
-@pytest.mark.skipif(
-    hasattr(os, "geteuid") and os.geteuid() == 0,
-    reason="root reads files whatever their mode; test_unreadable_entries_are_named covers it",
+#: Linux capabilities that let root read any file whatever its mode.
+_DAC_CAPABILITIES = (1, 2)  # CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH
+_PR_CAPBSET_DROP = 24
+
+_REPORT_FAILURES = (
+    "import json, sys, bufferhouse\n"
+    "r = bufferhouse.ingest(sys.argv[1], db=sys.argv[2], jobs=1)\n"
+    "print(json.dumps([[o.error.path, o.error.line, o.error.message] for o in r.failed]))\n"
 )
+
+
+def _drop_dac_capabilities() -> None:
+    """In the child before exec: drop root's power to read any file from the bounding
+    set, so the ingest runs as a root that file modes bind (as CI runs the tests)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in _DAC_CAPABILITIES:
+        if libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
 def test_file_without_read_permission(tmp_path):
+    """Mode 000 fails that module alone, with the path and 'permission denied'. As
+    root (CI), the ingest runs in a process without CAP_DAC_OVERRIDE and
+    CAP_DAC_READ_SEARCH, the capabilities that let root ignore the mode."""
     root = tmp_path / "dumps"
     root.mkdir()
     bad = root / "locked-buffer-assignment.txt"
     shutil.copy(SAMPLE, bad)
+    shutil.copy(SAMPLE, root / "readable-buffer-assignment.txt")
     bad.chmod(0)
     try:
-        report, _ = _ingest(root)
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            try:
+                ran = subprocess.run(
+                    [sys.executable, "-c", _REPORT_FAILURES, str(root), str(tmp_path / "w.duckdb")],
+                    preexec_fn=_drop_dac_capabilities,
+                    capture_output=True,
+                    text=True,
+                )
+            except subprocess.SubprocessError as exc:  # prctl refused (no CAP_SETPCAP)
+                pytest.skip(f"cannot drop root's file capabilities here ({exc})")
+            assert ran.returncode == 0, ran.stderr
+            failed = [tuple(f) for f in json.loads(ran.stdout)]
+        else:
+            report, _ = _ingest(root)
+            failed = [(o.error.path, o.error.line, o.error.message) for o in report.failed]
     finally:
         bad.chmod(0o644)
-    (failed,) = report.failed
-    assert (failed.error.path, failed.error.line) == (str(bad), 0)
-    assert "permission denied" in failed.error.message
+    ((path, line, message),) = failed  # the readable copy loaded
+    assert (path, line) == (str(bad), 0)
+    assert "permission denied" in message
 
 
 ODD_NAMES = [

@@ -121,11 +121,27 @@ def _identity(path: str) -> object:
     return (st.st_dev, st.st_ino)
 
 
+def _siblings(path: str) -> list[str]:
+    """The other files of the module of a dump file given by itself (a split set's
+    -buffer-assignment.txt: its values and live-range files are beside it)."""
+    directory, name = os.path.split(path)
+    role_stem = _role_of(name)
+    if role_stem is None:
+        return []
+    found = []
+    for suffix, _ in SUFFIXES:
+        for ending in ("", ".gz"):
+            sibling = os.path.join(directory, role_stem[1] + suffix + ending)
+            if sibling != path and os.path.isfile(sibling):
+                found.append(sibling)
+    return found
+
+
 def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
     """Group every dump file under `paths` into modules, in a stable order.
 
     A path may be a directory (searched recursively), a dump file, or a .gz of
-    one. A path that does not exist is reported as a module-level problem, not
+    one (with the other files of its module beside it). A path that does not exist is reported as a module-level problem, not
     raised, so the rest of the batch still loads.
     """
     groups: dict[tuple[str, str], ModuleFiles] = {}
@@ -138,6 +154,7 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             candidates.extend((p, False) for p in _walk(path, seen_dirs))
         elif os.path.exists(path):
             candidates.append((path, True))
+            candidates.extend((p, False) for p in _siblings(path))
         else:
             mf = ModuleFiles(os.path.dirname(path), os.path.basename(path))
             mf.problems.append(DumpError(path, 0, "no such file or directory"))
