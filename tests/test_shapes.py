@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -88,11 +89,123 @@ def test_corpus_data_is_diverse():
 
 @pytest.mark.parametrize("text", CORPUS_SHAPES + EDGE_SHAPES)
 def test_fast_path_agrees_with_recursive_descent(text):
+    """Where the fast path matches, it agrees with the general parser (for the others
+    both sides are that parser: test_parsed_shapes_say_what_the_text_says checks them)."""
     slow = _slow(text)
     assert parse_shape(text) == slow
     assert parse_shape.__wrapped__(text) == slow
     assert parse_shape_at(text + " x(", 0) == (slow, len(text))
     assert parse_shape_at("= " + text, 2) == (slow, len(text) + 2)
+
+
+def _split_top(text: str) -> list[str]:
+    """Top-level comma-separated parts (brackets of every kind balanced)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _balanced(text: str, at: int) -> str:
+    depth = 0
+    for i in range(at, len(text)):
+        depth += text[i] == "{"
+        depth -= text[i] == "}"
+        if depth == 0:
+            return text[at + 1 : i]
+    raise ValueError(text)
+
+
+def _independent(text: str) -> tuple:
+    """What a shape text says, read with string operations and no grammar: element type,
+    dims (bounds), dynamic marks, minor_to_major, memory space (S) and element bits (E)."""
+    text = re.sub(r"/\*index=\d+\*/", "", text).strip()
+    if text.startswith("("):
+        return ("tuple", tuple(_independent(e) for e in _split_top(text[1:-1])))
+    if text.startswith("b("):
+        return ("b", _independent(text[2:-1]))
+    m = re.match(r"(\w+)\[([^\]]*)\]", text)
+    etype, dims_text = m.groups()
+    dims, dynamic = [], []
+    for d in filter(None, dims_text.split(",")):
+        if d == "?":
+            dims.append(-1)
+            dynamic.append(True)
+        elif d.startswith("<="):
+            dims.append(int(d[2:]))
+            dynamic.append(True)
+        else:
+            dims.append(int(d))
+            dynamic.append(False)
+    rest = text[m.end() :]
+    m2m, fields = None, {}
+    if rest.startswith("{"):  # sparse{...} and invalid{...} are no dense layout
+        layout = _balanced(rest, 0)
+        head, _, tail = layout.partition(":")
+        m2m = tuple(int(x) for x in head.split(",") if x.strip())
+        fields = _layout_fields(tail)
+    space = int(fields["S"][0]) if "S" in fields else 0
+    bits = int(fields["E"][0]) if "E" in fields else None
+    return (etype, tuple(dims), tuple(dynamic), m2m, space, bits)
+
+
+def _layout_fields(tail: str) -> dict[str, list[str]]:
+    """Top-level NAME(...)(...) items of a layout's tail: name -> its groups."""
+    fields, i = {}, 0
+    while i < len(tail):
+        j = i
+        while j < len(tail) and tail[j] not in "(":
+            j += 1
+        name, groups = tail[i:j], []
+        while j < len(tail) and tail[j] == "(":
+            depth, k = 0, j
+            while True:
+                depth += tail[k] == "("
+                depth -= tail[k] == ")"
+                if depth == 0:
+                    break
+                k += 1
+            groups.append(tail[j + 1 : k])
+            j = k + 1
+        fields[name] = groups
+        i = j
+    return fields
+
+
+def _facts(s: Shape) -> tuple:
+    """The same facts of a parsed Shape."""
+    if s.element_type is None:
+        return ("tuple", tuple(_facts(e) for e in s.elements))
+    if s.element_type == "b":
+        return ("b", _facts(s.elements[0]))
+    return (
+        s.element_type,
+        s.dims,
+        s.dynamic,
+        s.minor_to_major,
+        s.memory_space,
+        s.element_size_bits,
+    )
+
+
+#: Shapes the fast path does not match: for them the recursive-descent "reference" of
+#: test_fast_path_agrees_with_recursive_descent is the parser itself.
+SLOW_SHAPES = [t for t in CORPUS_SHAPES + EDGE_SHAPES if not shapes._FAST.fullmatch(t.strip())]
+
+
+def test_the_independent_reading_covers_the_slow_path():
+    assert len(SLOW_SHAPES) >= 60
+
+
+@pytest.mark.parametrize("text", CORPUS_SHAPES + EDGE_SHAPES)
+def test_parsed_shapes_say_what_the_text_says(text):
+    """An oracle that is not the parser: the text read with string operations."""
+    assert _facts(parse_shape(text)) == _independent(text)
 
 
 @pytest.mark.parametrize("text", CORPUS_SHAPES + EDGE_SHAPES)
