@@ -197,6 +197,7 @@ def write_batches(
         if writer is not None:
             writer.flush()
             writer.start(sorted(directories))  # the run's row names the directories it read
+            writer.finish()  # tables no task filled get a file without rows, for the readers
         names = ("run_id", "stem", "status", "module_id", "message")
         yield pa.RecordBatch.from_pylist(
             [dict(zip(names, r)) for r in out],
