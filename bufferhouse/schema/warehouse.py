@@ -9,6 +9,7 @@ warehouse of an older schema version upgrades it in place (`upgrade`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import time
@@ -31,6 +32,10 @@ STORAGE_VERSION = "v1.2.0"
 #: waste a quarter of what 256 KiB ones do (a warehouse ~12% smaller). 32 KiB and
 #: below split segments so finely that the file grows. Shells from 1.2 on read it.
 BLOCK_SIZE = 64 * 1024
+
+#: Where a waiting writer says whom it waits for (INFO; the CLI shows it on stderr,
+#: library callers see it if they configure logging: the library itself never prints).
+log = logging.getLogger("bufferhouse.warehouse")
 
 _LOCK_PID = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
@@ -71,9 +76,14 @@ def _is_lock_error(exc: Exception) -> bool:
     return "Could not set lock" in text or "Conflicting lock" in text
 
 
-def _lock_message(path: str, exc: Exception, waited: float, read_only: bool = False) -> str:
+def _holder(exc: Exception) -> str:
+    """Who holds the file, from DuckDB's lock error: 'PROGRAM (PID N)'."""
     m = _LOCK_PID.search(str(exc))
-    who = f"{m.group(1)} (PID {m.group(2)})" if m else "another process"
+    return f"{m.group(1)} (PID {m.group(2)})" if m else "another process"
+
+
+def _lock_message(path: str, exc: Exception, waited: float, read_only: bool = False) -> str:
+    who = _holder(exc)
     if read_only:
         return (
             f"warehouse {path} is open for writing by {who}; readers cannot share it with a "
@@ -115,6 +125,7 @@ def open_connection(
     deadline = time.monotonic() + max(wait, 0.0)
     started = time.monotonic()
     delay = 0.05
+    told = False
     while True:
         try:
             con = duckdb.connect(path, read_only=read_only, config=config)
@@ -122,6 +133,14 @@ def open_connection(
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
                 raise WarehouseError(f"cannot open warehouse {path}: {exc}") from None
+            if not told and wait > 0:
+                told = True
+                log.info(
+                    "warehouse %s is in use by %s; waiting up to %.0fs for it (--wait)",
+                    path,
+                    _holder(exc),
+                    wait,
+                )
             if time.monotonic() >= deadline:
                 raise WarehouseLockedError(
                     _lock_message(path, exc, time.monotonic() - started, read_only)
