@@ -468,6 +468,62 @@ def require_module(con: duckdb.DuckDBPyConnection, key: str) -> None:
     )
 
 
+#: What tells apart modules that one key selects (a name compiled more than once):
+#: the facts a person recognises, not the content hash alone.
+_MATCH_FACTS = ("labels", "path", "stage", "backend", "format", "bufferhouse", "heap peak")
+_MATCHES_SQL = f"""
+SELECT
+  m.module_id,
+  substr(m.content_hash, 1, 12),
+  (
+    SELECT string_agg(l.key || '=' || l.value, ',' ORDER BY l.key, l.value)
+    FROM labels AS l
+    WHERE l.module_id = m.module_id
+  ),
+  m.paths[1],
+  m.stage,
+  m.backend,
+  m.format_era,
+  r.tool_version,
+  m.heap_peak_bytes
+FROM modules AS m
+LEFT JOIN runs AS r
+  ON r.run_id = m.run_id
+WHERE {MODULE_SELECTOR}
+ORDER BY m.run_id DESC NULLS LAST, m.module_number DESC NULLS LAST, m.module_id
+"""
+
+
+@dataclass(frozen=True)
+class ModuleMatch:
+    """One of the modules a key selects, with the facts that tell it from the others."""
+
+    module_id: int
+    hash_prefix: str
+    facts: dict[str, str]
+
+
+def module_matches(con: duckdb.DuckDBPyConnection, key: str) -> list[ModuleMatch]:
+    """Every module `key` selects, most recently ingested first."""
+    out = []
+    for module_id, prefix, *values in con.execute(_MATCHES_SQL, {"module": key}).fetchall():
+        values[-1] = None if values[-1] is None else f"{values[-1]:,} B"
+        facts = {k: "" if v is None else str(v) for k, v in zip(_MATCH_FACTS, values)}
+        out.append(ModuleMatch(module_id, prefix, facts))
+    return out
+
+
+def describe_matches(matches: list[ModuleMatch]) -> list[str]:
+    """One line per module, naming only the facts that differ between them (labels,
+    path, stage, version ...): identical stems tell a reader nothing."""
+    differ = [f for f in _MATCH_FACTS if len({m.facts[f] for m in matches}) > 1]
+    lines = []
+    for m in matches:
+        shown = "; ".join(f"{f} {m.facts[f] or '(none)'}" for f in differ)
+        lines.append(f"{m.hash_prefix}: {shown or 'same labels, path and version; other content'}")
+    return lines
+
+
 def run(
     con: duckdb.DuckDBPyConnection, name: str, params: dict[str, object] | None = None
 ) -> pa.Table:
