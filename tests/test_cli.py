@@ -282,11 +282,13 @@ def test_reingest_with_labels_says_it_labelled_them(tmp_path):
 def test_human_bytes_and_wide_cells_in_table_output(samples_db):
     exact = run("query", "top-modules", "--db", samples_db, "-f", "table").stdout
     human = run("query", "top-modules", "--db", samples_db, "-f", "table", "-H").stdout
-    assert "4196384" in exact and "4.0 MiB" not in exact
-    assert "4.0 MiB" in human and "4196384" not in human
-    assert "1882837" in human or "module_id" in human  # ids are not bytes
+    # total_bytes of the largest sample: `Total bytes used: 4282880` in its dump
+    assert "4282880" in exact and "4.1 MiB" not in exact
+    assert "4.1 MiB" in human and "4282880" not in human
+    ids = run("sql", "SELECT max(module_id) AS m FROM modules", "--db", samples_db, "-f", "csv")
+    assert ids.stdout.split()[1] in human  # ids are not bytes
     csv_out = run("query", "top-modules", "--db", samples_db, "-f", "csv", "-H").stdout
-    assert "4196384" in csv_out  # csv stays exact
+    assert "4282880" in csv_out  # csv stays exact
 
 
 def test_table_cells_are_shortened_to_the_terminal(samples_db, monkeypatch):
