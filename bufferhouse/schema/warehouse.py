@@ -332,8 +332,9 @@ def connect_sealed(
 
     External access is off and the configuration locked (SEALED_SETTINGS), so
     `COPY ... TO`, `read_text`, `INSTALL` and the like fail with DuckDB's
-    Permission Error. A warehouse of views over a Parquet dataset may still read
-    that dataset (and only it). `allow_files` leaves DuckDB's defaults: the SQL
+    Permission Error. A warehouse of views over a local Parquet dataset may still
+    read that dataset (and only it); over a dataset at a URL, external access stays
+    on (its extension reads the network). `allow_files` leaves DuckDB's defaults: the SQL
     may then read and write any file the user can, as the duckdb shell does.
     """
     path = os.fspath(db) if db is not None else default_db()
@@ -342,11 +343,15 @@ def connect_sealed(
         return con
     try:
         row = first_row(con, "SELECT value FROM schema_info WHERE key = ?", [ATTACHED_KEY])
-        if row is not None:
+        remote = row is not None and "://" in row[0]
+        if row is not None and not remote:
             con.execute("SET allowed_directories = ?", [[_dataset_root(row[0])]])
         for name, value in SEALED_SETTINGS:
-            if row is not None and "://" in row[0] and name == "autoload_known_extensions":
-                continue  # a dataset at a URL is read by an extension (httpfs)
+            # Views over a dataset at a URL read it through an extension (httpfs) and the
+            # network: external access and extension loading stay on for them (untested
+            # here: no network), the rest is sealed.
+            if remote and name in ("enable_external_access", "autoload_known_extensions"):
+                continue
             con.execute(f"SET {name} = {value}")
     except Exception:
         con.close()
