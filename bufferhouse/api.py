@@ -108,3 +108,11 @@ def sql(
     with connect_sealed(db, allow_files=allow_files) as con:
         queries.use_package_views(con)
         return queries.run_sql(con, text, params)
+
+
+def module_matches(key: str | int, db: str | os.PathLike[str] | None = None):
+    """The modules a `module` parameter value selects (queries.ModuleMatch), most
+    recently ingested first: more than one when a name was compiled more than once."""
+    with connect_sealed(db) as con:
+        queries.use_package_views(con)
+        return queries.module_matches(con, str(key))

@@ -236,3 +236,107 @@ def test_sql_refuses_none_or_several_statements(text, message, samples_db):
 def test_sql_one_statement_with_a_trailing_semicolon(samples_db):
     result = run("sql", "SELECT 1 AS one;", "--db", samples_db, "-f", "csv")
     assert result.exit_code == 0 and result.stdout == "one\n1\n"
+
+
+# --- smaller things (issue 18 item 6) -------------------------------------------
+
+
+def test_sql_binds_params_as_data(samples_db):
+    result = run(
+        "sql",
+        "SELECT count(*) AS n FROM modules WHERE file_stem = $stem AND total_bytes > $least",
+        "-p",
+        "stem=003_186bba49641ec33a",
+        "--param",
+        "least=1000",
+        "--db",
+        samples_db,
+        "-f",
+        "csv",
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "n\n1\n"
+    hostile = run(
+        "sql",
+        "SELECT $x AS x",
+        "-p",
+        "x=1'); DROP TABLE modules; --",
+        "--db",
+        samples_db,
+        "-f",
+        "csv",
+    )
+    assert hostile.stdout.splitlines()[1] == "1'); DROP TABLE modules; --"
+    assert run("sql", "SELECT 1", "-p", "novalue", "--db", samples_db).exit_code == 2
+
+
+def test_reingest_with_labels_says_it_labelled_them(tmp_path):
+    db = tmp_path / "w.duckdb"
+    assert run("ingest", SAMPLES, "--db", db, "-q").exit_code == 0
+    again = run("ingest", SAMPLES, "--db", db, "-q", "--label", "run=2", "--label", "jax=0.7.2")
+    assert "0 loaded, 5 already present (labelled run=2, jax=0.7.2), 0 failed" in again.stderr
+    plain = run("ingest", SAMPLES, "--db", db, "-q")
+    assert "5 already present, 0 failed" in plain.stderr
+
+
+def test_human_bytes_and_wide_cells_in_table_output(samples_db):
+    exact = run("query", "top-modules", "--db", samples_db, "-f", "table").stdout
+    human = run("query", "top-modules", "--db", samples_db, "-f", "table", "-H").stdout
+    # total_bytes of the largest sample: `Total bytes used: 4282880` in its dump
+    assert "4282880" in exact and "4.1 MiB" not in exact
+    assert "4.1 MiB" in human and "4282880" not in human
+    ids = run("sql", "SELECT max(module_id) AS m FROM modules", "--db", samples_db, "-f", "csv")
+    assert ids.stdout.split()[1] in human  # ids are not bytes
+    csv_out = run("query", "top-modules", "--db", samples_db, "-f", "csv", "-H").stdout
+    assert "4282880" in csv_out  # csv stays exact
+
+
+def test_table_cells_are_shortened_to_the_terminal(samples_db, monkeypatch):
+    from bufferhouse.cli import options
+
+    monkeypatch.setattr(options, "terminal_width", lambda: 60)
+    sql = "SELECT module_name, total_bytes, paths FROM modules ORDER BY 1"
+    narrow = run("sql", sql, "--db", samples_db, "-f", "table").stdout
+    lines = narrow.splitlines()
+    assert all(len(line) <= 60 for line in lines), max(map(len, lines))
+    assert "…" in narrow and "4282880" in narrow  # text is shortened, numbers never
+    wide = run("sql", sql, "--db", samples_db, "-f", "table", "--wide").stdout
+    assert max(map(len, wide.splitlines())) > 60 and "…" not in wide
+    to_file = run("sql", sql, "--db", samples_db, "-f", "csv").stdout
+    assert "…" not in to_file
+
+
+def test_progress_shows_bytes_rate_and_a_moving_clock(capsys):
+    from types import SimpleNamespace
+
+    from bufferhouse.cli.ingest import Progress
+
+    outcome = SimpleNamespace(
+        status="loaded",
+        error=None,
+        warnings=[],
+        bytes_read=3 * 2**20,
+        files=SimpleNamespace(stem="module_0001.jit_big"),
+    )
+    with Progress(quiet=False, interactive=True) as progress:
+        progress.TICK = 0.05
+        progress(outcome, 1, 2)
+        first = progress.line()
+        progress.started -= 5  # five seconds on, no module finished: the clock moves
+        later = progress.line()
+    assert first.startswith("[1/2] 3.0 MiB read, ") and "MB/s" in first
+    assert "module_0001.jit_big" in first
+    assert " 5s " in later or later.split(", ")[2].startswith("5s")
+    err = capsys.readouterr().err
+    assert "[1/2] 3.0 MiB read" in err
+
+
+def test_an_ambiguous_module_note_shows_what_differs(fleet_db):
+    result = run("query", "modules", "-p", "module=jit_randint", "--db", fleet_db, "-f", "csv")
+    assert result.exit_code == 0
+    assert "note: 'jit_randint' matches 3 modules" in result.stderr
+    lines = [x for x in result.stderr.splitlines() if x.startswith("  ")]
+    assert len(lines) == 3
+    for version in ("jax-0.6.2", "jax-0.7.2", "jax-0.10.2"):
+        assert sum(f"/{version}/" in line for line in lines) == 1, lines
+    assert all("path " in line and "format " in line for line in lines)

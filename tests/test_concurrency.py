@@ -88,7 +88,12 @@ def _modules(db: Path) -> int:
 
 def _assert_clean_error(result: subprocess.CompletedProcess, *parts: str) -> None:
     assert result.returncode == 2, (result.stdout, result.stderr)
-    assert result.stderr.startswith("bufferhouse: error: "), result.stderr
+    stderr = result.stderr
+    first, _, rest = stderr.partition("\n")
+    if "; waiting up to " in first:  # a writer says whom it waits for, then fails
+        assert first.startswith("bufferhouse: warehouse ") and first.endswith("(--wait)"), first
+        stderr = rest
+    assert stderr.startswith("bufferhouse: error: "), result.stderr
     assert "Traceback" not in result.stderr
     for part in parts:
         assert part in result.stderr, result.stderr
@@ -97,6 +102,11 @@ def _assert_clean_error(result: subprocess.CompletedProcess, *parts: str) -> Non
 def test_writer_holding_the_file_is_named(warehouse):
     with _holding(warehouse, "rw") as holder:
         ingest = _run("ingest", CORPUS / "jax-0.7.2", "--db", warehouse, "--wait", "1", "-q")
+        # first, while it waits, whom it waits for and for how long at most (issue 21)
+        notice, _, rest = ingest.stderr.partition("\n")
+        assert notice.startswith(f"bufferhouse: warehouse {warehouse} is in use by "), notice
+        assert notice.endswith(f"(PID {holder.pid}); waiting up to 1s for it (--wait)"), notice
+        ingest.stderr = rest
         _assert_clean_error(
             ingest,
             f"warehouse {warehouse} is in use by ",

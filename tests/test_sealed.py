@@ -91,3 +91,46 @@ def test_canned_queries_run_sealed(samples_db):
     }
     result = run("query", "top-modules", "--db", samples_db, "-f", "csv")
     assert result.exit_code == 0 and len(result.stdout.splitlines()) == 1 + 5
+
+
+def test_a_views_warehouse_reads_its_dataset_and_nothing_else(samples_db, tmp_path):
+    out, views = tmp_path / "dataset", tmp_path / "views.duckdb"
+    assert run("export", out, "--db", samples_db).exit_code == 0
+    assert run("attach", out, "--db", views).exit_code == 0
+    counted = run("sql", "SELECT count(*) AS n FROM modules", "--db", views, "-f", "csv")
+    assert counted.exit_code == 0 and counted.stdout == "n\n5\n", counted.output
+    outside = run("sql", "SELECT * FROM read_text('/etc/hostname')", "--db", views)
+    assert outside.exit_code == 2 and "file system operations are disabled" in outside.stderr
+    beside = tmp_path / "beside.parquet"
+    pq.write_table(pa.table({"x": [1]}), beside)
+    other = run("sql", f"SELECT * FROM '{beside}'", "--db", views)
+    assert other.exit_code == 2, other.output  # the dataset's folder only, not its parent
+
+
+def test_a_views_warehouse_over_a_url_keeps_the_network(tmp_path):
+    """Its extension (httpfs) reads the dataset: external access stays on, the rest is
+    sealed. (Only the settings are checked: no network here.)"""
+    import duckdb
+
+    from bufferhouse.schema.tables import SCHEMA_VERSION
+
+    db = tmp_path / "remote.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE schema_info (key VARCHAR, value VARCHAR)")
+        con.execute(
+            "INSERT INTO schema_info VALUES ('schema_version', ?), "
+            "('attached_from', 'https://example.invalid/fleet')",
+            [str(SCHEMA_VERSION)],
+        )
+    with connect_sealed(db) as con:
+        settings = dict(
+            con.sql(
+                "SELECT name, value FROM duckdb_settings() WHERE name IN ("
+                "'enable_external_access', 'lock_configuration', 'autoinstall_known_extensions')"
+            ).fetchall()
+        )
+    assert settings == {
+        "enable_external_access": "true",
+        "lock_configuration": "true",
+        "autoinstall_known_extensions": "false",
+    }

@@ -13,6 +13,7 @@ from bufferhouse.cli.check import check_command
 from bufferhouse.cli.diff import diff_command
 from bufferhouse.cli.export import attach_command, export_command
 from bufferhouse.cli.ingest import ingest_command
+from bufferhouse.cli.options import show_notices
 from bufferhouse.cli.plot import plot, report_command
 from bufferhouse.cli.query import queries_group, query_command, sql_command
 from bufferhouse.version import __version__
@@ -24,6 +25,7 @@ __all__ = ["main"]
 @click.version_option(__version__, prog_name="bufferhouse")
 def main() -> None:
     """An SQL warehouse for XLA buffer-assignment dumps."""
+    show_notices()
 
 
 for command in (

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
+import threading
+import time
 
 import click
 
@@ -76,28 +79,14 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
     """
     if to_parquet is not None and db is not None:
         raise click.UsageError("--db and --to-parquet are exclusive: give one destination")
-    interactive = sys.stderr.isatty() and not quiet
-
-    def progress(outcome, done, total):
-        if outcome.status == "failed" and outcome.error is not None:
-            click.echo(f"failed: {outcome.error.describe()}", err=True)
-        elif not quiet:
-            for w in outcome.warnings:
-                click.echo(f"warning: {w.describe()}", err=True)
-        if interactive:
-            click.echo(f"\r[{done}/{total}] {outcome.files.stem[:70]:<70}", err=True, nl=False)
-        elif not quiet and (done % 500 == 0):
-            click.echo(f"[{done}/{total}] modules", err=True)
-
     options = {"labels": labels, "strict": strict, "jobs": jobs, "max_bytes": max_bytes}
-    if to_parquet is not None:
-        paths = require_paths(paths)
-        report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
-    else:
-        report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
-    if interactive:
-        click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
-    summarize(report)
+    with Progress(quiet=quiet, interactive=sys.stderr.isatty() and not quiet) as progress:
+        if to_parquet is not None:
+            paths = require_paths(paths)
+            report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
+        else:
+            report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
+    summarize(report, labels)
     if not report.outcomes:
         # A wrong directory, most likely: say so, and let a script notice.
         click.echo(
@@ -109,12 +98,84 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
     sys.exit(0 if report.ok else 1)
 
 
-def summarize(report: IngestReport) -> None:
+class Progress:
+    """The progress callback, and on a terminal a status line redrawn twice a second:
+    modules done, bytes read and the rate, the time spent, the last module. The
+    clock keeps moving while one large module parses (its bytes count once it is
+    read: the parser reports whole modules)."""
+
+    TICK = 0.5
+
+    def __init__(self, quiet: bool, interactive: bool):
+        self.quiet, self.interactive = quiet, interactive
+        self.done = self.total = self.bytes = 0
+        self.stem = ""
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self) -> Progress:
+        if self.interactive:
+            self.ticker.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        if self.interactive:
+            self.ticker.join()
+            click.echo("\r" + " " * self.width() + "\r", err=True, nl=False)
+
+    @staticmethod
+    def width() -> int:
+        return max(40, shutil.get_terminal_size().columns - 1)
+
+    def line(self) -> str:
+        seconds = time.monotonic() - self.started
+        rate = self.bytes / 1e6 / seconds if seconds > 0 else 0.0
+        head = (
+            f"[{self.done}/{self.total or '?'}] {human_bytes(self.bytes)} read, "
+            f"{rate:.1f} MB/s, {seconds:.0f}s"
+        )
+        return f"{head}  {self.stem}"[: self.width()]
+
+    def _draw(self) -> None:
+        click.echo(f"\r{self.line():<{self.width()}}", err=True, nl=False)
+
+    def _tick(self) -> None:
+        while not self.stop.wait(self.TICK):
+            with self.lock:
+                self._draw()
+
+    def __call__(self, outcome, done: int, total: int) -> None:
+        with self.lock:
+            self.done, self.total = done, total
+            self.bytes += outcome.bytes_read
+            self.stem = outcome.files.stem
+            notes = []
+            if outcome.status == "failed" and outcome.error is not None:
+                notes.append(f"failed: {outcome.error.describe()}")
+            elif not self.quiet:
+                notes += [f"warning: {w.describe()}" for w in outcome.warnings]
+            if notes and self.interactive:
+                click.echo("\r" + " " * self.width() + "\r", err=True, nl=False)
+            for note in notes:
+                click.echo(note, err=True)
+            if self.interactive:
+                self._draw()
+            elif not self.quiet and done % 500 == 0:
+                click.echo(self.line(), err=True)
+
+
+def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
     """The closing lines on stderr: counts, bytes and rate, each failure."""
     mb = report.bytes_read / 1e6
     rate = mb / report.seconds if report.seconds > 0 else 0.0
+    present = f"{len(report.present)} already present"
+    if labels and report.present:  # present modules are labelled too: say so
+        present += f" (labelled {', '.join(labels)})"
     click.echo(
-        f"{len(report.loaded)} loaded, {len(report.present)} already present, "
+        f"{len(report.loaded)} loaded, {present}, "
         f"{len(report.failed)} failed; {human_bytes(report.bytes_read)} read in "
         f"{report.seconds:.1f}s ({rate:.1f} MB/s) -> {report.db}",
         err=True,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import sys
@@ -47,6 +48,22 @@ def handle_errors(func: Callable) -> Callable:
             sys.exit(exit_code(exc))
 
     return wrapper
+
+
+class _StderrNotices(logging.Handler):
+    """The library's notices (e.g. a writer waiting for the file) as `bufferhouse: ...`
+    lines on stderr, through click so tests capture them."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        click.echo(f"bufferhouse: {record.getMessage()}", err=True)
+
+
+def show_notices() -> None:
+    """Route the `bufferhouse` loggers' INFO notices to stderr (once per process)."""
+    logger = logging.getLogger("bufferhouse")
+    if not any(isinstance(h, _StderrNotices) for h in logger.handlers):
+        logger.addHandler(_StderrNotices())
+    logger.setLevel(logging.INFO)
 
 
 def db_option(help: str = DB_HELP):

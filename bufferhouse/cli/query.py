@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 import bufferhouse
+from bufferhouse import api
 from bufferhouse import queries as canned
 from bufferhouse.cli.options import (
     db_option,
@@ -86,12 +87,40 @@ def query_command(name, params, db, dialect, fmt, output, limit, human, wide) ->
             raise click.UsageError("--dialect prints the SQL; bind parameters in the engine")
         click.echo(transpile(name, dialect).text(), nl=False)
         return
-    table = bufferhouse.query(name, db, **parse_pairs(params, "--param"))
+    values = parse_pairs(params, "--param")
+    table = bufferhouse.query(name, db, **values)
+    if values.get("module") is not None and "module_id" in table.column_names:
+        note_matches(values["module"], db)
     emit(table, fmt, output, limit, human=human, wide=wide)
+
+
+def note_matches(key: str, db: str | None) -> None:
+    """On stderr, when `key` selects several modules: which, and what tells them apart."""
+    matches = api.module_matches(key, db)
+    if len(matches) < 2:
+        return
+    click.echo(
+        f"note: {key!r} matches {len(matches)} modules; the rows of all are shown:", err=True
+    )
+    shown = canned.describe_matches(matches)
+    for line in shown[:10]:
+        click.echo(f"  {line}", err=True)
+    if len(shown) > 10:
+        click.echo(f"  ... and {len(shown) - 10} more", err=True)
+    click.echo("pass a 12-digit hash prefix or module_id to pick one", err=True)
 
 
 @click.command("sql")
 @click.argument("text")
+@click.option(
+    "-p",
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Bind $KEY in the SQL to VALUE, as text (repeatable); cast where a number is "
+    "needed: $top::INTEGER.",
+)
 @db_option()
 @click.option(
     "--allow-files",
@@ -105,14 +134,17 @@ def query_command(name, params, db, dialect, fmt, output, limit, human, wide) ->
 @human_option
 @wide_option
 @handle_errors
-def sql_command(text, db, allow_files, fmt, output, limit, human, wide) -> None:
+def sql_command(text, params, db, allow_files, fmt, output, limit, human, wide) -> None:
     """Run one ad-hoc SQL statement on the warehouse, read-only, with the same renderers.
 
     The SQL sees only the warehouse: reading or writing other files (COPY TO,
     read_text, read_parquet), the network and INSTALL/LOAD fail unless
     --allow-files is given.
 
-    Example: bufferhouse sql "SELECT module_name, total_bytes FROM modules ORDER BY 2 DESC"
+    Values given with --param are bound, never spliced into the SQL.
+
+    Example: bufferhouse sql "FROM modules WHERE module_name = $name" -p name=jit_train_step
     """
-    table = bufferhouse.sql(text, db, allow_files=allow_files)
+    values = parse_pairs(params, "--param") or None
+    table = bufferhouse.sql(text, db, values, allow_files=allow_files)
     emit(table, fmt, output, limit, human=human, wide=wide)

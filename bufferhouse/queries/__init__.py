@@ -39,7 +39,7 @@ view module_keys gives for it. The queries do not read that view: a filter on
 its computed keys (CAST(module_id AS VARCHAR), substr(content_hash, 1, 12))
 is evaluated for every module, and hashes them into a set, which took 4-9 ms
 on 23,104 modules, more than the rest of most one-module queries. Instead each
-query tests `modules` with the macro bh_is_module (SELECTOR_BODY, below), which
+query tests `modules` with the macro bh_is_module (SELECTOR_BODY, in selector.py), which
 DuckDB expands where it is called and folds for the bound value: the hash
 prefix is compared only for a value of 12 characters, and an id's text only
 for the module with that id (the TRY_CAST of a name is NULL). It means what
@@ -56,7 +56,6 @@ the subquery.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -66,29 +65,45 @@ from importlib import resources
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.errors import QueryError, UnknownModuleError
+from bufferhouse.errors import QueryError
+from bufferhouse.queries.selector import (
+    MODULE_SELECTOR,
+    SELECTOR_BODY,
+    SELECTOR_NAME,
+    SELECTOR_PARAMS,
+    ModuleMatch,
+    describe_matches,
+    module_matches,
+    require_module,
+    selector_macro_sql,
+)
 from bufferhouse.schema import quote_identifier, sql_string
 
-#: The module selector, a scalar macro installed beside the views (a view cannot take
-#: the parameter; see the module docstring): true when `key` is the module's name,
-#: file stem, module_id or 12-digit content-hash prefix, the keys module_keys lists.
-SELECTOR_NAME = "bh_is_module"
-SELECTOR_PARAMS = ("key", "module_name", "file_stem", "module_id", "content_hash")
-SELECTOR_BODY = """
-  module_name = key
-  OR file_stem = key
-  OR (module_id = TRY_CAST(key AS BIGINT) AND CAST(module_id AS VARCHAR) = key)
-  OR (length(key) = 12 AND substr(content_hash, 1, 12) = key)"""
-#: How every query with a `module` parameter calls it (the tests hold them to it).
-MODULE_SELECTOR = f"{SELECTOR_NAME}($module, module_name, file_stem, module_id, content_hash)"
-
-
-def selector_macro_sql(temp: bool = False) -> str:
-    kind = "TEMP MACRO" if temp else "MACRO"
-    return (
-        f"CREATE OR REPLACE {kind} {SELECTOR_NAME}({', '.join(SELECTOR_PARAMS)}) AS{SELECTOR_BODY}"
-    )
-
+__all__ = [
+    "INTEGER_RANGES",
+    "MODULE_SELECTOR",
+    "SELECTOR_BODY",
+    "SELECTOR_NAME",
+    "SELECTOR_PARAMS",
+    "ModuleMatch",
+    "Param",
+    "Query",
+    "arrow_result",
+    "describe_matches",
+    "get",
+    "install_macros",
+    "markdown_reference",
+    "module_matches",
+    "parse_query_file",
+    "queries",
+    "require_module",
+    "run",
+    "run_sql",
+    "selector_macro_sql",
+    "sql_files",
+    "use_package_views",
+    "views",
+]
 
 _HEADER = re.compile(r"--\s?(name|description|param|column|note|example)(?::\s?|\s+)(.*)$")
 _PARAM = re.compile(r"(\w+) (\w+(?:\[\])?)(?: >= (-?\d+)| in \(([^)]*)\))? = (.+?): (.+)$")
@@ -157,7 +172,7 @@ class Param:
         return value
 
     def convert(self, text: str) -> object:
-        """A --param value given as text, converted to the declared type.
+        """A --param value given, converted to the declared type.
 
         `NULL` (any case) gives NULL for a number or boolean, which no such value spells:
         how a shell user asks for `top` NULL (all rows) or resets a parameter to NULL.
@@ -429,43 +444,6 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
         )
-
-
-def require_module(con: duckdb.DuckDBPyConnection, key: str) -> None:
-    """Raise UnknownModuleError, with the nearest names, when `key` selects no module.
-
-    A typo in a module name would otherwise be an empty result that looks like
-    a module with nothing in it.
-    """
-    selected = con.execute(
-        f"SELECT count(*) FROM modules WHERE {MODULE_SELECTOR}", {"module": key}
-    ).fetchall()[0][0]
-    if selected:
-        return
-    like = [
-        r[0]
-        for r in con.execute(
-            "SELECT DISTINCT module_name FROM modules "
-            "WHERE module_name ILIKE '%' || $key || '%' ORDER BY 1 LIMIT 5",
-            {"key": key},
-        ).fetchall()
-    ]
-    if len(like) < 5:
-        names = [
-            r[0]
-            for r in con.execute(
-                "SELECT module_name FROM modules UNION SELECT file_stem FROM modules"
-            ).fetchall()
-            if r[0] is not None
-        ]
-        close = difflib.get_close_matches(key, names, n=5 - len(like), cutoff=0.75)
-        like += [n for n in close if n not in like]
-    hint = f"; did you mean {', '.join(like)}?" if like else ""
-    raise UnknownModuleError(
-        key,
-        f"no module matches {key!r} (a module name, file stem, module_id or "
-        f"12-digit hash prefix){hint}",
-    )
 
 
 def run(

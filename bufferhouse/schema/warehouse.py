@@ -9,6 +9,7 @@ warehouse of an older schema version upgrades it in place (`upgrade`).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import time
@@ -31,6 +32,10 @@ STORAGE_VERSION = "v1.2.0"
 #: waste a quarter of what 256 KiB ones do (a warehouse ~12% smaller). 32 KiB and
 #: below split segments so finely that the file grows. Shells from 1.2 on read it.
 BLOCK_SIZE = 64 * 1024
+
+#: Where a waiting writer says whom it waits for (INFO; the CLI shows it on stderr,
+#: library callers see it if they configure logging: the library itself never prints).
+log = logging.getLogger("bufferhouse.warehouse")
 
 _LOCK_PID = re.compile(r"Conflicting lock is held in (.*?) \(PID (\d+)\)")
 
@@ -71,9 +76,14 @@ def _is_lock_error(exc: Exception) -> bool:
     return "Could not set lock" in text or "Conflicting lock" in text
 
 
-def _lock_message(path: str, exc: Exception, waited: float, read_only: bool = False) -> str:
+def _holder(exc: Exception) -> str:
+    """Who holds the file, from DuckDB's lock error: 'PROGRAM (PID N)'."""
     m = _LOCK_PID.search(str(exc))
-    who = f"{m.group(1)} (PID {m.group(2)})" if m else "another process"
+    return f"{m.group(1)} (PID {m.group(2)})" if m else "another process"
+
+
+def _lock_message(path: str, exc: Exception, waited: float, read_only: bool = False) -> str:
+    who = _holder(exc)
     if read_only:
         return (
             f"warehouse {path} is open for writing by {who}; readers cannot share it with a "
@@ -115,6 +125,7 @@ def open_connection(
     deadline = time.monotonic() + max(wait, 0.0)
     started = time.monotonic()
     delay = 0.05
+    told = False
     while True:
         try:
             con = duckdb.connect(path, read_only=read_only, config=config)
@@ -122,6 +133,14 @@ def open_connection(
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
                 raise WarehouseError(f"cannot open warehouse {path}: {exc}") from None
+            if not told and wait > 0:
+                told = True
+                log.info(
+                    "warehouse %s is in use by %s; waiting up to %.0fs for it (--wait)",
+                    path,
+                    _holder(exc),
+                    wait,
+                )
             if time.monotonic() >= deadline:
                 raise WarehouseLockedError(
                     _lock_message(path, exc, time.monotonic() - started, read_only)
@@ -313,8 +332,9 @@ def connect_sealed(
 
     External access is off and the configuration locked (SEALED_SETTINGS), so
     `COPY ... TO`, `read_text`, `INSTALL` and the like fail with DuckDB's
-    Permission Error. A warehouse of views over a Parquet dataset may still read
-    that dataset (and only it). `allow_files` leaves DuckDB's defaults: the SQL
+    Permission Error. A warehouse of views over a local Parquet dataset may still
+    read that dataset (and only it); over a dataset at a URL, external access stays
+    on (its extension reads the network). `allow_files` leaves DuckDB's defaults: the SQL
     may then read and write any file the user can, as the duckdb shell does.
     """
     path = os.fspath(db) if db is not None else default_db()
@@ -323,11 +343,15 @@ def connect_sealed(
         return con
     try:
         row = first_row(con, "SELECT value FROM schema_info WHERE key = ?", [ATTACHED_KEY])
-        if row is not None:
+        remote = row is not None and "://" in row[0]
+        if row is not None and not remote:
             con.execute("SET allowed_directories = ?", [[_dataset_root(row[0])]])
         for name, value in SEALED_SETTINGS:
-            if row is not None and "://" in row[0] and name == "autoload_known_extensions":
-                continue  # a dataset at a URL is read by an extension (httpfs)
+            # Views over a dataset at a URL read it through an extension (httpfs) and the
+            # network: external access and extension loading stay on for them (untested
+            # here: no network), the rest is sealed.
+            if remote and name in ("enable_external_access", "autoload_known_extensions"):
+                continue
             con.execute(f"SET {name} = {value}")
     except Exception:
         con.close()

@@ -1,0 +1,128 @@
+"""The module selector: how a `module` parameter picks modules, and what the tool
+says when it picks none (a typo) or several (a name compiled more than once).
+
+See the queries package docstring for why it is a macro (bh_is_module) and not
+the module_keys view.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+import duckdb
+
+from bufferhouse.errors import UnknownModuleError
+
+#: The module selector, a scalar macro installed beside the views (a view cannot take
+#: the parameter; see the module docstring): true when `key` is the module's name,
+#: file stem, module_id or 12-digit content-hash prefix, the keys module_keys lists.
+SELECTOR_NAME = "bh_is_module"
+SELECTOR_PARAMS = ("key", "module_name", "file_stem", "module_id", "content_hash")
+SELECTOR_BODY = """
+  module_name = key
+  OR file_stem = key
+  OR (module_id = TRY_CAST(key AS BIGINT) AND CAST(module_id AS VARCHAR) = key)
+  OR (length(key) = 12 AND substr(content_hash, 1, 12) = key)"""
+#: How every query with a `module` parameter calls it (the tests hold them to it).
+MODULE_SELECTOR = f"{SELECTOR_NAME}($module, module_name, file_stem, module_id, content_hash)"
+
+
+def selector_macro_sql(temp: bool = False) -> str:
+    kind = "TEMP MACRO" if temp else "MACRO"
+    return (
+        f"CREATE OR REPLACE {kind} {SELECTOR_NAME}({', '.join(SELECTOR_PARAMS)}) AS{SELECTOR_BODY}"
+    )
+
+
+def require_module(con: duckdb.DuckDBPyConnection, key: str) -> None:
+    """Raise UnknownModuleError, with the nearest names, when `key` selects no module.
+
+    A typo in a module name would otherwise be an empty result that looks like
+    a module with nothing in it.
+    """
+    selected = con.execute(
+        f"SELECT count(*) FROM modules WHERE {MODULE_SELECTOR}", {"module": key}
+    ).fetchall()[0][0]
+    if selected:
+        return
+    like = [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT module_name FROM modules "
+            "WHERE module_name ILIKE '%' || $key || '%' ORDER BY 1 LIMIT 5",
+            {"key": key},
+        ).fetchall()
+    ]
+    if len(like) < 5:
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT module_name FROM modules UNION SELECT file_stem FROM modules"
+            ).fetchall()
+            if r[0] is not None
+        ]
+        close = difflib.get_close_matches(key, names, n=5 - len(like), cutoff=0.75)
+        like += [n for n in close if n not in like]
+    hint = f"; did you mean {', '.join(like)}?" if like else ""
+    raise UnknownModuleError(
+        key,
+        f"no module matches {key!r} (a module name, file stem, module_id or "
+        f"12-digit hash prefix){hint}",
+    )
+
+
+#: What tells apart modules that one key selects (a name compiled more than once):
+#: the facts a person recognises, not the content hash alone.
+_MATCH_FACTS = ("labels", "path", "stage", "backend", "format", "bufferhouse", "heap peak")
+_MATCHES_SQL = f"""
+SELECT
+  m.module_id,
+  substr(m.content_hash, 1, 12),
+  (
+    SELECT string_agg(l.key || '=' || l.value, ',' ORDER BY l.key, l.value)
+    FROM labels AS l
+    WHERE l.module_id = m.module_id
+  ),
+  m.paths[1],
+  m.stage,
+  m.backend,
+  m.format_era,
+  r.tool_version,
+  m.heap_peak_bytes
+FROM modules AS m
+LEFT JOIN runs AS r
+  ON r.run_id = m.run_id
+WHERE {MODULE_SELECTOR}
+ORDER BY m.run_id DESC NULLS LAST, m.module_number DESC NULLS LAST, m.module_id
+"""
+
+
+@dataclass(frozen=True)
+class ModuleMatch:
+    """One of the modules a key selects, with the facts that tell it from the others."""
+
+    module_id: int
+    hash_prefix: str
+    facts: dict[str, str]
+
+
+def module_matches(con: duckdb.DuckDBPyConnection, key: str) -> list[ModuleMatch]:
+    """Every module `key` selects, most recently ingested first."""
+    out = []
+    for module_id, prefix, *values in con.execute(_MATCHES_SQL, {"module": key}).fetchall():
+        values[-1] = None if values[-1] is None else f"{values[-1]:,} B"
+        facts = {k: "" if v is None else str(v) for k, v in zip(_MATCH_FACTS, values)}
+        out.append(ModuleMatch(module_id, prefix, facts))
+    return out
+
+
+def describe_matches(matches: list[ModuleMatch]) -> list[str]:
+    """One line per module, naming only the facts that differ between them (labels,
+    path, stage, version ...): identical stems tell a reader nothing."""
+    differ = [f for f in _MATCH_FACTS if len({m.facts[f] for m in matches}) > 1]
+    lines = []
+    for m in matches:
+        shown = "; ".join(f"{f} {m.facts[f] or '(none)'}" for f in differ)
+        lines.append(f"{m.hash_prefix}: {shown or 'same labels, path and version; other content'}")
+    return lines
