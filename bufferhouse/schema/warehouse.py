@@ -148,7 +148,10 @@ def open_connection(
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.01)))
             delay = min(delay * 2, 1.0)
     # No progress bar: DuckDB draws it on stdout, into the data a query writes there.
-    con.execute("SET enable_progress_bar = false")
+    # A sealed connection (connect_sealed) locks the configuration of the database
+    # this process holds open; a later connection to it keeps DuckDB's default.
+    with contextlib.suppress(duckdb.InvalidInputException):
+        con.execute("SET enable_progress_bar = false")
     return con
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from bufferhouse import queries
 from bufferhouse.errors import PlotError, UnknownModuleError
 from bufferhouse.render import human_bytes
-from bufferhouse.schema.warehouse import connect
+from bufferhouse.schema.warehouse import connect_sealed
 
 #: Exclusive allocation kinds that hold memory for the whole program (bottom of the stack).
 INDEFINITE_CATEGORIES = ("parameter", "output", "constant", "thread-local")
@@ -25,8 +25,9 @@ LAYERS = (*INDEFINITE_CATEGORIES, "temp")
 
 
 def open_warehouse(db: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
-    """A read-only connection with this release's views (what the gatherers expect)."""
-    con = connect(db, read_only=True)
+    """A read-only connection with this release's views (what the gatherers expect),
+    sealed like `sql`'s: the report and the plots read the warehouse and nothing else."""
+    con = connect_sealed(db)
     queries.use_package_views(con)
     return con
 
