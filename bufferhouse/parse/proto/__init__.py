@@ -1,0 +1,153 @@
+"""XLA's protobuf forms of memory data: `.hlo.pb` dumps and XProf profiles.
+
+The messages are declared in hlo.proto / xplane.proto beside this file (only the
+fields read, with XLA's field numbers; `python -m bufferhouse.parse.proto.regen`
+rebuilds the *_pb2 modules). decode.py turns one HloProto into the tables the
+text path fills plus the heap-simulator trace; xplane.py finds the HloProtos in
+a profile without reading its trace events; `merge_text_and_proto` makes one
+module of a text dump and the proto of the same compile.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import zlib
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bufferhouse.errors import DumpError
+from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.proto.decode import (
+    NoBufferAssignment,
+    assignment_fingerprint,
+    decode_hlo_proto,
+    parse_hlo_proto,
+    xla_peak,
+)
+from bufferhouse.parse.reader import CHUNK, open_dump
+
+__all__ = [
+    "NoBufferAssignment",
+    "assignment_fingerprint",
+    "merge_text_and_proto",
+    "parse_proto_file",
+    "parse_xplane_program",
+    "read_proto_bytes",
+    "xla_peak",
+]
+
+
+def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
+    """The whole (decompressed) file; a read error is a DumpError naming it."""
+    try:
+        with open_dump(path) as f:
+            chunks, total = [], 0
+            while chunk := f.read(CHUNK):
+                total += len(chunk)
+                if max_bytes is not None and total > max_bytes:
+                    raise DumpError(path, 0, f"more than --max-bytes {max_bytes} bytes; skipped")
+                chunks.append(chunk)
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise DumpError(path, 0, f"cannot read file: {exc}") from None
+    return b"".join(chunks)
+
+
+def _finish(parsed: ParsedModule, backend: str | None) -> ParsedModule:
+    """Facts every proto-read module gets: XLA's peak (see modules.xla_peak_bytes)."""
+    facts = parsed.facts
+    static = facts["xla_static_peak_bytes"]
+    trace = facts.get("trace_peak_bytes")
+    facts["xla_peak_bytes"] = static if backend == "cpu" or trace is None else trace
+    facts["assignment_fingerprint"] = assignment_fingerprint(parsed.tables)
+    return parsed
+
+
+def parse_proto_file(path: str, backend: str | None, max_bytes: int | None = None) -> ParsedModule:
+    """One module from an `.hlo.pb` (raises NoBufferAssignment for one without)."""
+    data = read_proto_bytes(path, max_bytes)
+    return _finish(parse_hlo_proto(decode_hlo_proto(data, path), path), backend)
+
+
+def parse_xplane_program(
+    path: str, program: str, offset: int, backend: str | None
+) -> tuple[ParsedModule, str, int]:
+    """One program of a profile: the module, its content hash (program name and
+    HloProto bytes) and the HloProto's size. `backend` is the profile's (from its
+    device planes: a profile's HloProto does not name it)."""
+    from bufferhouse.parse.proto.xplane import read_program
+
+    data = read_program(path, program, offset)
+    where = f"{path}#{program}"
+    proto = decode_hlo_proto(data, where)
+    parsed = parse_hlo_proto(proto, where)
+    h = hashlib.sha256()
+    h.update(b"xplane\0" + program.encode() + b"\0")
+    h.update(data)
+    return _finish(parsed, backend), h.hexdigest(), len(data)
+
+
+def merge_text_and_proto(text: ParsedModule, proto: ParsedModule, proto_path: str) -> ParsedModule:
+    """One module from the text dump and the proto of the same compile.
+
+    The text's tables are kept (they carry more: uses, live ranges, the peak list);
+    the proto adds the heap-simulator trace and XLA's peak. The facts both carry
+    are compared, and each disagreement becomes a warning naming the proto file.
+    """
+    warnings = list(text.warnings)
+    checks = {
+        "allocations": (
+            ["allocation_index"],
+            [
+                "size",
+                "color",
+                "parameter_number",
+                "is_parameter",
+                "is_constant",
+                "is_thread_local",
+                "is_maybe_live_out",
+            ],
+        ),
+        "assignments": (["value_id", "allocation_index"], ["byte_offset", "size"]),
+        "hlo_values": (["value_id"], ["instruction", "shape_index", "color", "shape"]),
+    }
+    for table, (keys, columns) in checks.items():
+        a, b = text.tables[table], proto.tables[table]
+        diff = _first_difference(a.select(keys + columns), b.select(keys + columns), keys)
+        if diff:
+            warnings.append(DumpError(proto_path, 0, f"text and proto disagree on {table}: {diff}"))
+    for fact in ("total_bytes", "allocation_count", "value_count", "xla_static_peak_bytes"):
+        t, p = text.facts.get(fact), proto.facts.get(fact)
+        if t is not None and p is not None and t != p:
+            warnings.append(
+                DumpError(proto_path, 0, f"text and proto disagree on {fact}: {t} vs {p}")
+            )
+    merged = ParsedModule(
+        facts={**text.facts},
+        tables={**text.tables, "heap_events": proto.tables["heap_events"]},
+        warnings=warnings,
+        sections=[*text.sections, *(s for s in proto.sections if s not in text.sections)],
+        features=set(text.features),
+    )
+    for fact in ("xla_peak_bytes", "trace_peak_bytes", "assignment_fingerprint"):
+        merged.facts[fact] = proto.facts.get(fact)
+    return merged
+
+
+def _first_difference(a: pa.Table, b: pa.Table, keys: list[str]) -> str | None:
+    """The first row (by key) that differs between two tables, described; None if equal."""
+    if a.num_rows != b.num_rows:
+        return f"{a.num_rows} rows in the text, {b.num_rows} in the proto"
+    order = [(k, "ascending") for k in keys]
+    a, b = a.sort_by(order), b.sort_by(order)
+    for name in a.column_names:
+        x, y = a[name], b[name].cast(a[name].type)
+        same = pc.fill_null(pc.equal(x, y), False)
+        both_null = pc.and_(pc.is_null(x), pc.is_null(y))
+        bad = pc.invert(pc.or_(same, both_null))
+        if pc.any(bad).as_py():
+            i = pc.index(bad, True).as_py()
+            key = ", ".join(f"{k}={a[k][i].as_py()}" for k in keys)
+            return f"{name} at {key}: {x[i].as_py()!r} in the text, {y[i].as_py()!r} in the proto"
+    return None

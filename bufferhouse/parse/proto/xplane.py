@@ -1,0 +1,203 @@
+"""XProf profiles (`*.xplane.pb`, an XSpace): the HloProto of every program they saw.
+
+A profile can be gigabytes, nearly all of it trace events (XPlane.lines). The
+XSpace is walked here at the wire level, from a stream: each plane's header
+fields are read, `lines` (field 3) is skipped with a seek (a forward read
+through a .gz), and only the rest of the plane is handed to protobuf. So memory
+holds one plane's metadata at a time, never its events. The HloProtos are in
+the event metadata of the `/host:metadata` plane (on every backend): one entry
+per program, named `<module>(<program_id>)`, with a bytes stat named
+`Hlo Proto`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from google.protobuf.message import DecodeError
+
+from bufferhouse.errors import DumpError, ParseError
+from bufferhouse.parse.proto import wire, xplane_pb2
+from bufferhouse.parse.reader import open_dump
+
+__all__ = ["Program", "list_programs", "read_program"]
+
+_PLANES = 1  # XSpace.planes
+_LINES = 3  # XPlane.lines: skipped
+_HLO_STAT = "Hlo Proto"
+#: Planes larger than this are skipped over by `lines` alone; their other fields are
+#: read. A bound on what one plane's metadata may take, against a corrupt length.
+_MAX_METADATA = 1 << 34
+
+
+@dataclass(frozen=True)
+class Program:
+    """One program of a profile: its event-metadata name and where its plane starts
+    (uncompressed byte offset of the plane's payload)."""
+
+    name: str
+    offset: int
+    backend: str  # cpu, gpu or tpu: from the profile's device planes
+
+
+class _Stream:
+    """A forward-only reader that knows its offset (a .gz cannot tell() cheaply)."""
+
+    def __init__(self, f: BinaryIO, path: str) -> None:
+        self.f, self.path, self.pos = f, path, 0
+
+    def read(self, n: int) -> bytes:
+        data = self.f.read(n)
+        if len(data) != n:
+            raise wire.WireError(
+                self.pos + len(data), f"file ends {n - len(data)} bytes early (truncated?)"
+            )
+        self.pos += n
+        return data
+
+    def skip(self, n: int) -> None:
+        if self.f.seekable() and not isinstance(self.f, gzip.GzipFile):
+            self.f.seek(n, 1)
+            self.pos += n
+            return
+        while n:  # through a .gz: read and drop, a block at a time
+            block = self.f.read(min(n, 1 << 20))
+            if not block:
+                raise wire.WireError(self.pos, f"file ends {n} bytes early (truncated?)")
+            self.pos += len(block)
+            n -= len(block)
+
+    def varint(self) -> int | None:
+        got = wire.stream_varint(self.f, self.pos)
+        if got is None:
+            return None
+        value, self.pos = got
+        return value
+
+    def seek_to(self, offset: int) -> None:
+        if self.f.seekable() and not isinstance(self.f, gzip.GzipFile):
+            self.f.seek(offset)
+            self.pos = offset
+        else:
+            self.skip(offset - self.pos)
+
+
+def _plane_header(s: _Stream, length: int) -> bytes:
+    """The plane's fields other than `lines`, re-encoded as an XPlane without lines."""
+    end = s.pos + length
+    kept = bytearray()
+    while s.pos < end:
+        at = s.pos
+        key = s.varint()
+        if key is None:
+            raise wire.WireError(at, "file ends inside a plane (truncated?)")
+        number, kind = key >> 3, key & 7
+        if kind == wire.LEN:
+            n = s.varint()
+            if n is None or s.pos + n > end:
+                raise wire.WireError(at, f"XPlane field {number} runs past its plane")
+            if number == _LINES:
+                s.skip(n)
+                continue
+            if len(kept) + n > _MAX_METADATA:
+                raise wire.WireError(at, "XPlane metadata larger than 16 GiB (corrupt length?)")
+            kept += wire.encode_varint(key) + wire.encode_varint(n) + s.read(n)
+        elif kind == wire.VARINT:
+            value = s.varint()
+            if value is None:
+                raise wire.WireError(at, "file ends inside a plane (truncated?)")
+            kept += wire.encode_varint(key) + wire.encode_varint(value)
+        elif kind in (wire.I64, wire.I32):
+            kept += wire.encode_varint(key) + s.read(8 if kind == wire.I64 else 4)
+        else:
+            raise wire.WireError(at, f"XPlane field {number} has wire type {kind}")
+    if s.pos != end:
+        raise wire.WireError(s.pos, "a field runs past the end of its plane")
+    return bytes(kept)
+
+
+def _planes(f: BinaryIO, path: str, target: int = 0):
+    """(payload offset, XPlane without lines) of each plane, from the stream; planes
+    whose payload starts before `target` are skipped whole."""
+    s = _Stream(f, path)
+    while True:
+        at = s.pos
+        key = s.varint()
+        if key is None:
+            return
+        number, kind = key >> 3, key & 7
+        if kind == wire.VARINT:
+            s.varint()
+            continue
+        if kind in (wire.I64, wire.I32):
+            s.read(8 if kind == wire.I64 else 4)
+            continue
+        if kind != wire.LEN:
+            raise wire.WireError(at, f"not an XSpace: field {number} has wire type {kind}")
+        n = s.varint()
+        if n is None:
+            raise wire.WireError(at, "file ends in a field header (truncated?)")
+        if number != _PLANES or s.pos < target:
+            s.skip(n)  # errors, warnings, hostnames; planes before the one wanted
+            continue
+        offset = s.pos
+        header = _plane_header(s, n)
+        plane = xplane_pb2.XPlane()
+        try:
+            plane.ParseFromString(header)
+        except DecodeError as exc:
+            raise wire.WireError(offset, f"XPlane metadata does not parse: {exc}") from None
+        yield offset, plane
+
+
+def _hlo_stats(plane: xplane_pb2.XPlane):
+    """(program name, HloProto bytes) of each event metadata with an `Hlo Proto` stat."""
+    ids = [k for k, m in plane.stat_metadata.items() if m.name == _HLO_STAT]
+    if not ids:
+        return
+    for key in sorted(plane.event_metadata):
+        meta = plane.event_metadata[key]
+        for stat in meta.stats:
+            if stat.metadata_id in ids and stat.WhichOneof("value") == "bytes_value":
+                yield meta.name or meta.display_name or str(key), stat.bytes_value
+
+
+def _wrap(path: str, exc: BaseException) -> DumpError:
+    if isinstance(exc, wire.WireError):
+        return ParseError(path, 0, f"not a readable XProf profile (XSpace): {exc}")
+    return DumpError(path, 0, f"cannot read file: {exc}")
+
+
+def list_programs(path: str) -> list[Program]:
+    """The programs whose HloProto the profile holds (reads only plane metadata)."""
+    found: list[tuple[str, int]] = []
+    backend = "cpu"  # a profile with no device plane ran on the host
+    try:
+        with open_dump(path) as f:
+            for offset, plane in _planes(f, path):
+                if plane.name.startswith("/device:GPU"):
+                    backend = "gpu"
+                elif plane.name.startswith("/device:TPU"):
+                    backend = "tpu"
+                found.extend((name, offset) for name, _ in _hlo_stats(plane))
+    except (wire.WireError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise _wrap(path, exc) from None
+    return [Program(name, offset, backend) for name, offset in found]
+
+
+def read_program(path: str, program: str, offset: int) -> bytes:
+    """The serialized HloProto of `program`, from the plane whose payload starts at
+    `offset` (as list_programs found it); reads nothing before it but to skip it."""
+    try:
+        with open_dump(path) as f:
+            for _, plane in _planes(f, path, offset):
+                for name, data in _hlo_stats(plane):
+                    if name == program:
+                        return data
+                break
+    except (wire.WireError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise _wrap(path, exc) from None
+    raise ParseError(path, 0, f"program {program!r} not found in the profile (file changed?)")
