@@ -176,7 +176,13 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
         present += f" (labelled {', '.join(labels)})"
     click.echo(
         f"{len(report.loaded)} loaded, {present}, "
-        f"{len(report.failed)} failed; {human_bytes(report.bytes_read)} read in "
+        f"{len(report.failed)} failed"
+        + (
+            f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
+            if report.skipped
+            else ""
+        )
+        + f"; {human_bytes(report.bytes_read)} read in "
         f"{report.seconds:.1f}s ({rate:.1f} MB/s) -> {report.db}",
         err=True,
     )

@@ -219,6 +219,8 @@ def run_batches(
 
 def _stage(writer: ModuleBuffer, files: ModuleFiles, result: ParseResult) -> ModuleOutcome:
     """Queue a parsed module for the next batch (or record why it is not loaded)."""
+    if result.status == "skipped":
+        return ModuleOutcome(files, "skipped", error=result.error, bytes_read=result.bytes_read)
     if result.status == "failed":
         assert result.error is not None
         writer.add_failure(result.error)

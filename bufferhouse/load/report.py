@@ -13,7 +13,7 @@ class ModuleOutcome:
     """What happened to one module of the batch."""
 
     files: ModuleFiles
-    status: str  # loaded | present | failed
+    status: str  # loaded | present | failed | skipped (e.g. an HloProto without buffer assignment)
     module_id: int | None = None
     error: DumpError | None = None
     warnings: list[DumpError] = field(default_factory=list)
@@ -42,6 +42,11 @@ class IngestReport:
     @property
     def failed(self) -> list[ModuleOutcome]:
         return self._with("failed")
+
+    @property
+    def skipped(self) -> list[ModuleOutcome]:
+        """Files that hold no module (an HloProto without a buffer assignment): not errors."""
+        return self._with("skipped")
 
     @property
     def bytes_read(self) -> int:

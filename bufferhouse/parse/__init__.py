@@ -15,6 +15,7 @@ hands anything unusual to the line reader.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import traceback
 from collections.abc import Container
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from bufferhouse.errors import DumpError
-from bufferhouse.parse import memory
+from bufferhouse.parse import memory, proto
 from bufferhouse.parse.discover import ModuleFiles, stem_parts, text_path
 from bufferhouse.parse.model import ParsedModule
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
@@ -94,13 +95,20 @@ def parse_files(
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
 
     The tables come without their module_id: the sink that takes the module adds it.
+    A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
+    the proto's trace and peaks, disagreements as warnings) or from a profile.
     """
-    if files.problems and files.buffer_assignment is None:
+    if files.skip is not None:
+        return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
+    if files.problems and files.buffer_assignment is None and files.proto is None:
         return ParseResult("failed", error=files.problems[0])
+    if files.xplane is not None:
+        return _parse_xplane(files, known)
+    content = files.content_files()  # the dump files, then the proto: all that lands
     dump_files = files.dump_files()
     try:
         identity = module_identity(
-            [p for _, p in dump_files], [file_name(p) for _, p in dump_files], files.hlo, max_bytes
+            [p for _, p in content], [file_name(p) for _, p in content], files.hlo, max_bytes
         )
     except DumpError as exc:
         return ParseResult("failed", error=exc)
@@ -110,7 +118,27 @@ def parse_files(
     if identity.dump_hash in known:  # held under its dump files alone: see _held_without_hlo
         return _held_without_hlo(files, identity)
     try:
-        parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
+        backend = stem_parts(text_path(files.stem))["backend"]
+        from_proto = None
+        if files.proto is not None:
+            try:
+                from_proto = proto.parse_proto_file(files.proto, backend)
+            except proto.NoBufferAssignment as exc:
+                if not dump_files:
+                    return ParseResult("skipped", digest, nbytes, error=exc)
+                files.problems.append(exc)
+        if dump_files:
+            parsed = parse_module(dump_files, files.hlo, accelerate=accelerate)
+            parsed.facts["assignment_fingerprint"] = proto.assignment_fingerprint(parsed.tables)
+            if from_proto is not None:
+                parsed = proto.merge_text_and_proto(parsed, from_proto, files.proto)
+                parsed.facts["source_kind"] = "text+proto"
+            else:
+                parsed.facts["source_kind"] = "text"
+        else:
+            assert from_proto is not None
+            parsed = from_proto
+            parsed.facts["source_kind"] = "proto"
         row = _module_row(files, parsed, digest, nbytes)
         tables = module_tables(parsed)
         pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
@@ -133,6 +161,40 @@ def parse_files(
 
 
 _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
+
+
+def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
+    """One program of an XProf profile."""
+    assert files.xplane is not None and files.program is not None
+    try:
+        parsed, digest, nbytes = proto.parse_xplane_program(
+            files.xplane, files.program, files.plane_offset, files.xplane_backend
+        )
+    except proto.NoBufferAssignment as exc:
+        return ParseResult("skipped", error=exc)
+    except DumpError as exc:
+        return ParseResult("failed", error=exc)
+    except Exception as exc:  # a bug of ours must not take the batch down
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return ParseResult(
+            "failed",
+            error=DumpError(
+                files.display, 0, f"internal error while parsing (please report): {detail}"
+            ),
+        )
+    if digest in known:
+        return ParseResult("present", content_hash=digest, bytes_read=nbytes)
+    parsed.facts["source_kind"] = "xplane"
+    try:
+        row = _module_row(files, parsed, digest, nbytes)
+        tables = module_tables(parsed)
+        pa.Table.from_pylist([row], schema=_MODULE_ROW)
+    except DumpError as exc:
+        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=exc)
+    except (OverflowError, pa.ArrowInvalid) as exc:
+        error = DumpError(files.display, 0, f"a number is too large for its column ({exc})")
+        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
+    return ParseResult("parsed", digest, nbytes, row, tables, list(parsed.warnings))
 
 
 def _held_without_hlo(files: ModuleFiles, identity: Identity) -> ParseResult:
@@ -170,13 +232,26 @@ def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
 
 
 def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: int) -> dict:
-    stem = text_path(files.stem)  # file names need not be UTF-8
-    parts = stem_parts(stem)
     facts = parsed.facts
+    if files.xplane is not None:
+        # A profile names programs `<module>(<program id>)`; the module name is XLA's.
+        stem = text_path(f"{os.path.basename(files.xplane)}#{files.program}")
+        parts = dict.fromkeys(("module_number", "module_name", "backend", "target", "stage"))
+        parts["module_name"] = facts.get("module_proto_name") or files.program
+        parts["backend"] = files.xplane_backend
+        parts["stage"] = "after_optimizations"
+        paths = [text_path(files.xplane)]
+    else:
+        stem = text_path(files.stem)  # file names need not be UTF-8
+        parts = stem_parts(stem)
+        paths = [text_path(p) for _, p in files.content_files()] + (
+            [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
+        )
     backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
-    paths = [text_path(p) for _, p in files.dump_files()] + (
-        [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
-    )
+    if "xla_peak_bytes" in facts:  # from a proto: XLA's rule over its BufferAssignmentProto
+        xla_peak = facts["xla_peak_bytes"]
+    else:  # from text: exact only where memory_analysis() has no trace to replay: CPU
+        xla_peak = facts["xla_static_peak_bytes"] if backend == "cpu" else None
     return {
         "module_id": UNASSIGNED_MODULE_ID,
         "content_hash": digest,
@@ -199,8 +274,10 @@ def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: i
         "logical_peak_time": facts["logical_peak_time"],
         "logical_peak_bytes": facts["logical_peak_bytes"],
         "heap_peak_bytes": facts["heap_peak_bytes"],
-        # Exact only where memory_analysis() has no heap-simulator trace to replay: CPU.
-        "xla_peak_bytes": facts["xla_static_peak_bytes"] if backend == "cpu" else None,
+        "xla_peak_bytes": xla_peak,
+        "trace_peak_bytes": facts.get("trace_peak_bytes"),
+        "assignment_fingerprint": facts.get("assignment_fingerprint"),
+        "source_kind": facts.get("source_kind"),
     }
 
 
@@ -210,6 +287,8 @@ def module_tables(parsed: ParsedModule) -> dict[str, pa.Table]:
     with_module_id), so no placeholder column is built, shipped and replaced."""
     return {
         t.name: pa.Table.from_arrays(parsed.tables[t.name].columns, schema=parsed_schema(t))
+        if t.name in parsed.tables
+        else parsed_schema(t).empty_table()  # e.g. heap_events: text dumps carry no trace
         for t in MODULE_TABLES
     }
 

@@ -3,8 +3,13 @@
 XLA writes several files per module that share a stem:
 `<stem>-buffer-assignment.txt`, `-buffer-assignment-values.txt`,
 `-live-range.txt`, `-memory-usage-report.txt`, and `<stem>.txt` (the
-optimized HLO). Any of them may be gzipped. Files that are none of these are
-skipped after a look at their name, or at most their first bytes.
+optimized HLO); with --xla_dump_hlo_as_proto also `<stem>.hlo.pb` (an
+HloProto with the buffer assignment), grouped with the text of the same stem
+into one module, or a module of its own in a proto-only tree. Any of them may
+be gzipped. XProf profiles (`*.xplane.pb`) hold one module per program: their
+metadata is read here (the trace events are skipped over) to list them. Files
+that are none of these are skipped after a look at their name, or at most
+their first bytes.
 """
 
 from __future__ import annotations
@@ -39,16 +44,34 @@ class ModuleFiles:
     live_range: str | None = None
     usage_report: str | None = None
     hlo: str | None = None
+    #: `<stem>.hlo.pb` (or .gz): the HloProto of the same compile.
+    proto: str | None = None
+    #: An XProf profile holding the module: its path, the program's event-metadata
+    #: name there (e.g. `jit_f(3)`) and the uncompressed byte offset of its plane.
+    xplane: str | None = None
+    program: str | None = None
+    plane_offset: int = 0
+    xplane_backend: str | None = None
+    #: Why the group is not a module (e.g. an HloProto from before optimizations):
+    #: it is skipped quietly and counted.
+    skip: str | None = None
     problems: list[DumpError] = field(default_factory=list)
 
     def dump_files(self) -> list[tuple[str, str]]:
-        """(role, path) of the files whose content defines the module, in parse order."""
+        """(role, path) of the text files whose content defines the module, in parse order."""
         roles = ("buffer_assignment", "values", "live_range", "usage_report")
         return [(r, getattr(self, r)) for r in roles if getattr(self, r)]
 
+    def content_files(self) -> list[tuple[str, str]]:
+        """(role, path) of every file whose content lands in the warehouse (the content hash
+        covers them all): the text files, then the proto."""
+        return self.dump_files() + ([("proto", self.proto)] if self.proto else [])
+
     @property
     def display(self) -> str:
-        return self.buffer_assignment or os.path.join(self.directory, self.stem)
+        if self.xplane is not None:
+            return f"{self.xplane}#{self.program}"
+        return self.buffer_assignment or self.proto or os.path.join(self.directory, self.stem)
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
@@ -56,7 +79,13 @@ def _role_of(name: str) -> tuple[str, str] | None:
     for suffix, role in SUFFIXES:
         if base.endswith(suffix):
             return role, base[: -len(suffix)]
+    if base.endswith(".hlo.pb"):
+        return "proto", base[: -len(".hlo.pb")]
     return None
+
+
+def _is_xplane(name: str) -> bool:
+    return name.endswith((".xplane.pb", ".xplane.pb.gz"))
 
 
 def _looks_like_buffer_assignment(path: str) -> bool:
@@ -169,6 +198,9 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             continue
         seen_files.add(real)
         directory, name = os.path.split(path)
+        if _is_xplane(name):
+            missing.extend(_xplane_modules(path))
+            continue
         role_stem = _role_of(name)
         if role_stem is None:
             base = name[:-3] if name.endswith(".gz") else name
@@ -219,13 +251,52 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             if exists and path != mf.buffer_assignment:
                 mf.hlo = path
                 break
-        if mf.buffer_assignment is None:
+        if mf.proto is not None and "after_optimizations" not in stem and not mf.dump_files():
+            # e.g. before_optimizations.hlo.pb: an HloProto without a buffer assignment
+            mf.skip = "HloProto from before optimizations (no buffer assignment)"
+        elif mf.buffer_assignment is None and mf.proto is None:
             first = next(p for _, p in mf.dump_files())
             mf.problems.append(
                 DumpError(first, 0, f"no {stem}-buffer-assignment.txt beside this file")
             )
     ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
     return missing + ordered
+
+
+def _xplane_modules(path: str) -> list[ModuleFiles]:
+    """One module per program of an XProf profile (only its metadata is read), or one
+    failed group saying why the file cannot be read or holds no HloProto."""
+    from bufferhouse.parse.proto.xplane import list_programs
+
+    directory, name = os.path.split(path)
+    try:
+        programs = list_programs(path)
+    except DumpError as exc:
+        mf = ModuleFiles(directory, name, xplane=path, program="")
+        mf.problems.append(exc)
+        return [mf]
+    if not programs:
+        mf = ModuleFiles(directory, name, xplane=path, program="")
+        mf.problems.append(
+            DumpError(
+                path,
+                0,
+                "XProf profile without HloProtos: no event metadata with an 'Hlo Proto' stat"
+                " in any plane (was the program compiled before the trace started?)",
+            )
+        )
+        return [mf]
+    return [
+        ModuleFiles(
+            directory,
+            f"{name}#{p.name}",
+            xplane=path,
+            program=p.name,
+            plane_offset=p.offset,
+            xplane_backend=p.backend,
+        )
+        for p in programs
+    ]
 
 
 def _add_log_members(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ MODULES = Table(
         _c(
             "layout",
             "VARCHAR",
-            "File layout: `combined` (one -buffer-assignment.txt with everything) or `split` (2026-04+ siblings).",
+            "File layout: `combined` (one -buffer-assignment.txt with everything), `split` (2026-04+ siblings) or `proto` (read from an HloProto only).",
         ),
         _c(
             "format_era",
@@ -118,14 +118,14 @@ MODULES = Table(
         _c(
             "sections",
             "VARCHAR[]",
-            "Sections present: allocations, totals, used_values, live_range, peak, stack_trace, usage_report, hlo (stack frames resolved), live_range_unavailable (XLA printed that HloLiveRange was not available).",
+            "Sections present: allocations, totals, used_values, live_range, peak, stack_trace, usage_report, hlo (stack frames resolved), live_range_unavailable (XLA printed that HloLiveRange was not available); from a proto also proto, heap_trace (heap_events filled) and schedule (sequence filled from the HLO schedule).",
         ),
         _c("paths", "VARCHAR[]", "Absolute paths of the files read for this module."),
         _c("bytes_read", "BIGINT", "Bytes of dump text read for this module (uncompressed)."),
         _c(
             "total_bytes",
             "BIGINT",
-            "`Total bytes used` as printed: the sum of all allocation sizes (not a peak). NULL if not printed.",
+            "`Total bytes used` as printed: the sum of all allocation sizes (not a peak); from a proto, that sum. NULL if not printed.",
         ),
         _c("allocation_count", "INTEGER", "Number of allocations."),
         _c("value_count", "INTEGER", "Number of values placed in allocations."),
@@ -161,7 +161,34 @@ MODULES = Table(
             "XLA's own peak, memory_analysis().peak_memory_in_bytes: largest value of each non-thread-local"
             " parameter, constant or maybe-live-out allocation, all memory spaces, plus the replayed"
             " heap-simulator trace of the executable's buffer assignment, which is empty on CPU."
-            " From text: NULL unless the file name says cpu (docs/metrics.md, xla_peak_bytes).",
+            " From text: NULL unless the file name says cpu (docs/metrics.md, xla_peak_bytes)."
+            " From a proto (.hlo.pb or profile), every backend: the same rule over its"
+            " BufferAssignmentProto, on CPU without the traces (the CPU executable keeps"
+            " none; equal to memory_analysis() on every tests/data/proto module), elsewhere"
+            " with them (= trace_peak_bytes; no oracle here).",
+        ),
+        _c(
+            "trace_peak_bytes",
+            "BIGINT",
+            "From a proto only: XLA's ComputePeakMemorySizes rule with every heap-simulator"
+            " trace replayed (the static buffers of xla_peak_bytes plus the trace's bytes in"
+            " use at its worst point): the peak of the heap_events timeline. NULL without a"
+            " trace.",
+        ),
+        _c(
+            "assignment_fingerprint",
+            "VARCHAR",
+            "SHA-256 of the buffer assignment as text and proto both carry it (allocations:"
+            " index, size, color, parameter number, constant/thread-local/maybe-live-out;"
+            " placements: value id, defining instruction, shape index, allocation, offset,"
+            " size). Equal for one compile seen as a text dump, an .hlo.pb or in a profile:"
+            " join on it to match them (content_hash differs between forms).",
+        ),
+        _c(
+            "source_kind",
+            "VARCHAR",
+            "Forms the module was read from: text, proto (.hlo.pb), text+proto (both, side"
+            " by side, one module) or xplane (an XProf profile).",
         ),
     ),
     per_module=False,
@@ -225,7 +252,7 @@ ALLOCATIONS = Table(
         _c(
             "is_preallocated_temp",
             "BOOLEAN",
-            "`preallocated-temp` flag: scratch memory the runtime allocates.",
+            "`preallocated-temp` flag: scratch memory the runtime allocates. A proto has no such field: there it is XLA's IsPreallocatedTempBuffer, none of parameter, maybe-live-out, thread-local or constant.",
             False,
         ),
         _c(
@@ -235,11 +262,11 @@ ALLOCATIONS = Table(
             False,
         ),
         _c("address", "VARCHAR", "Pointer printed by XLA before 2022-09 (`0x...`), else NULL."),
-        _c("line", "INTEGER", "Line of the header in the dump file."),
+        _c("line", "INTEGER", "Line of the header in the dump file; NULL from a proto."),
         _c(
             "max_live_bytes",
             "BIGINT",
-            "Temp allocations: most bytes in use at once (union of the byte ranges of values live at a step); NULL for other kinds or without live ranges.",
+            "Temp allocations: most bytes in use at once (union of the byte ranges of values live at a step); NULL for other kinds or without live ranges (always from a proto).",
         ),
     ),
 )
@@ -257,7 +284,7 @@ VALUES = Table(
             "ShapeIndex within the defining instruction, `{}` for array-shaped instructions.",
             False,
         ),
-        _c("is_phi", "BOOLEAN", "SSA phi value (`(phi)`).", False),
+        _c("is_phi", "BOOLEAN", "SSA phi value (`(phi)`); NULL from a proto, which does not say."),
         _c(
             "color",
             "INTEGER",
@@ -280,7 +307,7 @@ VALUES = Table(
             "ShapeUtil::ByteSizeOf(shape, 8): unpadded size; tuples count 8 bytes per element.",
         ),
         _c("is_tuple", "BOOLEAN", "The value's shape is a tuple (its buffer is a pointer table)."),
-        _c("line", "INTEGER", "Line of the value line in the dump file."),
+        _c("line", "INTEGER", "Line of the value line in the dump file; NULL from a proto."),
     ),
 )
 
@@ -309,7 +336,8 @@ ASSIGNMENTS = Table(
 
 POSITIONS = Table(
     "positions",
-    "Positions of each used value (` positions:` lines); the first is the defining position.",
+    "Positions of each used value (` positions:` lines); the first is the defining position."
+    " No rows from a proto: its buffer aliases are the positions of a whole buffer, not of a value.",
     (
         _module_id(),
         _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
@@ -325,7 +353,7 @@ POSITIONS = Table(
 
 USES = Table(
     "uses",
-    "Uses of each used value (` uses:` lines); an empty list yields no rows.",
+    "Uses of each used value (` uses:` lines); an empty list yields no rows. No rows from a proto.",
     (
         _module_id(),
         _c("value_id", "BIGINT", "Value (hlo_values.value_id).", False),
@@ -379,7 +407,7 @@ INSTRUCTIONS = Table(
         Column(
             "text",
             "VARCHAR",
-            "The instruction text as printed after `from instruction:` (stored zstd-compressed).",
+            "The instruction text as printed after `from instruction:` (stored zstd-compressed); NULL from a proto, whose columns above come from the HloInstructionProto.",
             compression="zstd",  # a third of FSST's size on long, repetitive HLO text
         ),
     ),
@@ -390,7 +418,9 @@ INSTRUCTIONS = Table(
 
 SEQUENCE = Table(
     "sequence",
-    "HloLiveRange InstructionSequence: the flattened program order.",
+    "HloLiveRange InstructionSequence: the flattened program order. From a proto: the module's"
+    " schedule flattened as HloLiveRange flattens it (called computations of while, call,"
+    " conditional and async-start before their caller, each once).",
     (
         _module_id(),
         _c("time", "INTEGER", "Program-order step, 0..schedule_length-1.", False),
@@ -400,7 +430,8 @@ SEQUENCE = Table(
 
 LIVE_RANGES = Table(
     "live_ranges",
-    "HloLiveRange BufferLiveRange: when each value is live (both ends inclusive).",
+    "HloLiveRange BufferLiveRange: when each value is live (both ends inclusive). No rows from"
+    " a proto (it does not carry them; heap_events has the simulator's own timeline).",
     (
         _module_id(),
         _c(
@@ -417,7 +448,7 @@ LIVE_RANGES = Table(
 
 PEAK_VALUES = Table(
     "peak_values",
-    "The `Live ranges at T (peak):` list as printed by HloLiveRange.",
+    "The `Live ranges at T (peak):` list as printed by HloLiveRange. No rows from a proto.",
     (
         _module_id(),
         _c("ordinal", "INTEGER", "Order in the printed list, from 0.", False),
@@ -597,6 +628,46 @@ PADDED_VALUES = Table(
     ),
 )
 
+HEAP_EVENTS = Table(
+    "heap_events",
+    "The heap-simulator traces of a proto (.hlo.pb or profile): one row per ALLOC, FREE or"
+    " SHARE_WITH event, in the order the simulator ran them. Text dumps carry no trace.",
+    (
+        _module_id(),
+        _c("trace_index", "INTEGER", "Index of the trace in the buffer assignment.", False),
+        _c("event_index", "BIGINT", "Order of the event in its trace, from 0.", False),
+        _c("kind", "VARCHAR", "ALLOC, FREE or SHARE_WITH.", False),
+        _c("value_id", "BIGINT", "Logical buffer of the event (hlo_values.value_id).", False),
+        _c("instruction", "VARCHAR", "Instruction the simulator was processing."),
+        _c("computation", "VARCHAR", "Computation of that instruction."),
+        _c(
+            "share_with",
+            "BIGINT",
+            "SHARE_WITH: the canonical buffer whose bytes this one reuses; else NULL.",
+        ),
+        _c(
+            "color",
+            "INTEGER",
+            "Memory space of the trace: its allocation's color (buffer_allocation_index), else"
+            " the color of its first event's buffer.",
+        ),
+        _c(
+            "allocation_index",
+            "INTEGER",
+            "The trace's buffer_allocation_index as XLA wrote it (XProf does not trust it).",
+        ),
+        _c("size", "BIGINT", "Bytes of the event's logical buffer.", False),
+        _c(
+            "heap_bytes",
+            "BIGINT",
+            "Bytes in use in this trace's heap after the event, counted as XLA counts them"
+            " (a buffer's bytes while its reference count is above 0; shared buffers once).",
+            False,
+        ),
+    ),
+    stored_order=("trace_index", "event_index"),
+)
+
 DIAGNOSTICS = Table(
     "diagnostics",
     "Warnings about loaded modules and errors of modules that failed to load.",
@@ -647,6 +718,7 @@ MODULE_TABLES: tuple[Table, ...] = (
     STACK_TRACE,
     USAGE_REPORT,
     HEAP_PEAKS,
+    HEAP_EVENTS,
 )
 
 #: Per-module tables computed from the tables above (bufferhouse.schema.derive), in

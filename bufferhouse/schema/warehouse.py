@@ -263,8 +263,30 @@ def _add_xla_peak_bytes(con: duckdb.DuckDBPyConnection) -> None:
     derive_all(con)
 
 
+def _add_proto_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """4 -> 5: protos and profiles (issue 16): the heap_events table, the modules columns
+    trace_peak_bytes, assignment_fingerprint and source_kind (NULL for modules loaded
+    before), and hlo_values.is_phi nullable (a proto does not say)."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new tables
+        con.execute(statement)
+    for column, type_ in (
+        ("trace_peak_bytes", "BIGINT"),
+        ("assignment_fingerprint", "VARCHAR"),
+        ("source_kind", "VARCHAR"),
+    ):
+        con.execute(f"ALTER TABLE modules ADD COLUMN IF NOT EXISTS {column} {type_}")
+    con.execute("ALTER TABLE hlo_values ALTER COLUMN is_phi DROP NOT NULL")
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
-_UPGRADES = {1: _renumber_modules, 2: _add_derived_tables, 3: _add_xla_peak_bytes}
+_UPGRADES = {
+    1: _renumber_modules,
+    2: _add_derived_tables,
+    3: _add_xla_peak_bytes,
+    4: _add_proto_columns,
+}
 
 
 def upgrade(con: duckdb.DuckDBPyConnection, path: str) -> None:

@@ -50,8 +50,9 @@ def module_groups(
 ) -> DataFrame:
     """A DataFrame of module file groups (discovered on the driver), spread over partitions.
 
-    Discovery only lists directories and reads file names; the executors read
-    and parse the files.
+    Discovery lists directories and reads file names (and, of an XProf profile,
+    the plane metadata that names its programs); the executors read and parse
+    the files.
     """
     groups = [group_row(g) for g in discover([os.fspath(p) for p in paths])]
     n = partitions or max(1, spark.sparkContext.defaultParallelism)

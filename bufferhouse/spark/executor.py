@@ -45,6 +45,8 @@ def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Itera
     same content parsed twice gets two ids, and the readers keep one copy.
     """
     result = parse_files(files, known)
+    if result.status == "skipped":  # an HloProto without buffer assignment: not a module
+        return
     if result.status == "failed":
         e = result.error
         problem = json.dumps([e.path, e.line, e.message, e.text]) if e else None
@@ -183,7 +185,9 @@ def write_batches(
                 result = parse_files(files, writer.module_ids)
                 module_id = None
                 message = None
-                if result.status == "failed":
+                if result.status == "skipped":
+                    message = result.error.describe() if result.error else None
+                elif result.status == "failed":
                     writer.add_failure(result.error)
                     message = result.error.describe() if result.error else None
                 elif result.status == "present":

@@ -57,7 +57,8 @@ def spark_schema(table: Table, *, partition: bool = False) -> str:
 #: One row per module: the files `discover` grouped for it.
 GROUP_SCHEMA = (
     "directory string, stem string, buffer_assignment string, `values` string, "
-    "live_range string, usage_report string, hlo string, problems string"
+    "live_range string, usage_report string, hlo string, proto string, xplane string, "
+    "program string, plane_offset bigint, xplane_backend string, skip string, problems string"
 )
 GROUP_FIELDS = (
     "directory",
@@ -67,6 +68,12 @@ GROUP_FIELDS = (
     "live_range",
     "usage_report",
     "hlo",
+    "proto",
+    "xplane",
+    "program",
+    "plane_offset",
+    "xplane_backend",
+    "skip",
 )
 
 
@@ -80,7 +87,9 @@ def group_row(files: ModuleFiles) -> dict:
 def group_of(row: dict) -> ModuleFiles:
     """The module group a GROUP_SCHEMA row holds."""
     problems = [DumpError(*p) for p in json.loads(row.get("problems") or "[]")]
-    return ModuleFiles(**{name: row.get(name) for name in GROUP_FIELDS}, problems=problems)
+    fields = {name: row.get(name) for name in GROUP_FIELDS}
+    fields["plane_offset"] = fields["plane_offset"] or 0
+    return ModuleFiles(**fields, problems=problems)
 
 
 #: One row per (module, table): that table's rows of the module as an Arrow IPC stream.
