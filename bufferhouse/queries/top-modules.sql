@@ -1,7 +1,7 @@
 -- name: top-modules
 -- description: The largest modules across the fleet, ranked by the chosen peak.
 -- param top INTEGER >= 0 = 20: How many modules.
--- param peak VARCHAR in (heap, logical, total) = 'heap': Which figure to rank by: heap, logical or total.
+-- param peak VARCHAR in (heap, logical, total, xla) = 'heap': Which figure to rank by: heap, logical, total or xla.
 -- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
 -- column rank: 1 for the largest.
 -- column module_id: Module identity.
@@ -11,7 +11,7 @@
 -- column heap_peak_bytes: Heap peak of memory space 0.
 -- column logical_peak_bytes: HloLiveRange peak.
 -- column total_bytes: Total bytes used (sum of allocations).
--- note: heap = indefinite allocations + max live temp bytes of memory space 0; logical = HloLiveRange's printed peak; total = `Total bytes used`, which is not a peak.
+-- note: heap = indefinite allocations + max live temp bytes of memory space 0; logical = HloLiveRange's printed peak; total = `Total bytes used`, which is not a peak; xla = XLA's own peak_memory_in_bytes (modules.xla_peak_bytes; NULL, ranked last, where it cannot be computed).
 -- example: bufferhouse query top-modules --param top=10 --param peak=logical
 WITH ranked AS (
   SELECT
@@ -22,7 +22,8 @@ WITH ranked AS (
       WHEN 'heap' THEN heap_peak_bytes
       WHEN 'logical' THEN logical_peak_bytes
       WHEN 'total' THEN total_bytes
-      ELSE error('peak must be heap, logical or total')
+      WHEN 'xla' THEN xla_peak_bytes
+      ELSE error('peak must be heap, logical, total or xla')
     END AS peak_bytes,
     heap_peak_bytes,
     logical_peak_bytes,

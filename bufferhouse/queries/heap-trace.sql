@@ -1,0 +1,73 @@
+-- name: heap-trace
+-- description: One module's heap as XLA's heap simulator ran it (source: the heap-simulator trace of a proto or profile): every event with the bytes in use after it, and the buffers live at the trace's peak.
+-- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
+-- param space INTEGER = 0: Memory space (color) of the trace.
+-- column module_id: Module identity.
+-- column module_name: Module name (jit name).
+-- column trace_index: Trace of the buffer assignment.
+-- column event_index: Order of the event in its trace.
+-- column kind: ALLOC, FREE or SHARE_WITH.
+-- column instruction: Instruction the simulator was processing.
+-- column value_id: Logical buffer of the event (hlo_values.value_id).
+-- column size: Bytes of that buffer.
+-- column heap_bytes: Bytes in use in the trace's heap after the event (shared buffers once).
+-- column static_bytes: The bytes XLA holds throughout (modules.trace_peak_bytes minus the trace's own peak).
+-- column live_bytes: static_bytes + heap_bytes: the curve XProf's memory viewer draws.
+-- column is_peak: The event reaches the trace's peak (first maximum).
+-- note: Text dumps have no trace (no rows): use heap-timeline, which sweeps live ranges instead. XLA's own peak is modules.trace_peak_bytes (= the maximum of live_bytes for a one-trace module).
+-- example: bufferhouse query heap-trace --param module=jit_train_step --format csv
+WITH chosen AS (
+  SELECT m.module_id, m.module_name, m.trace_peak_bytes
+  FROM modules AS m
+  WHERE
+    m.module_name = coalesce($module, error('heap-trace needs a module'))
+    OR bh_is_module(
+      $module, m.module_name, m.file_stem, m.module_id, m.content_hash
+    )
+),
+events AS (
+  SELECT
+    e.module_id,
+    e.trace_index,
+    e.event_index,
+    e.kind,
+    e.instruction,
+    e.value_id,
+    e.size,
+    e.heap_bytes,
+    max(e.heap_bytes) OVER (PARTITION BY e.module_id) AS module_peak,
+    max(e.heap_bytes) OVER (
+      PARTITION BY e.module_id, e.trace_index
+    ) AS trace_peak
+  FROM heap_events AS e
+  WHERE
+    e.color = $space
+    AND e.module_id IN (SELECT module_id FROM chosen)
+),
+first_peak AS (
+  SELECT module_id, trace_index, min(event_index) AS event_index
+  FROM events
+  WHERE heap_bytes = trace_peak
+  GROUP BY module_id, trace_index
+)
+SELECT
+  c.module_id,
+  c.module_name,
+  e.trace_index,
+  e.event_index,
+  e.kind,
+  e.instruction,
+  e.value_id,
+  e.size,
+  e.heap_bytes,
+  c.trace_peak_bytes - e.module_peak AS static_bytes,
+  c.trace_peak_bytes - e.module_peak + e.heap_bytes AS live_bytes,
+  p.event_index IS NOT NULL AS is_peak
+FROM events AS e
+JOIN chosen AS c
+  ON c.module_id = e.module_id
+LEFT JOIN first_peak AS p
+  ON p.module_id = e.module_id
+  AND p.trace_index = e.trace_index
+  AND p.event_index = e.event_index
+ORDER BY c.module_id, e.trace_index, e.event_index
