@@ -43,7 +43,11 @@ from bufferhouse.schema import SCHEMA_VERSION, TABLES, TABLES_BY_NAME, arrow_sch
 from tests.conftest import CORPUS, SAMPLES, hash_keyed, module_hashes
 
 MODULE = "003_186bba49641ec33a"  # a sample with live ranges
-PARAMS = {"heap-timeline": {"module": MODULE}, "arena": {"module": MODULE}}
+PARAMS = {
+    "heap-timeline": {"module": MODULE},
+    "arena": {"module": MODULE},
+    "heap-trace": {"module": MODULE},
+}
 ALL = queries.queries()
 IDS = [q.name for q in ALL]
 
@@ -53,6 +57,7 @@ UNSUPPORTED = {
     ("by-source", "postgres"): "error()",
     ("heap-timeline", "postgres"): "error()",
     ("arena", "postgres"): "error()",
+    ("heap-trace", "postgres"): "error()",
     ("by-source", "bigquery"): "list_slice()",
     ("heap-timeline", "bigquery"): "NULLS LAST",
     ("modules", "bigquery"): "NULLS LAST",

@@ -15,7 +15,7 @@ import pytest
 
 import bufferhouse
 from bufferhouse.export import attach
-from tests.conftest import CORPUS, SAMPLES, hash_keyed, module_hashes
+from tests.conftest import CORPUS, DATA, SAMPLES, hash_keyed, module_hashes
 
 try:
     import pyspark  # noqa: F401
@@ -26,7 +26,13 @@ except ImportError:  # pragma: no cover
 
 from bufferhouse import spark as bhs
 
-INPUTS = [SAMPLES, CORPUS / "jax-0.10.2" / "random_small"]
+#: Text dumps, a proto-only dump and an XProf profile (issue 16: the same files on executors).
+INPUTS = [
+    SAMPLES,
+    CORPUS / "jax-0.10.2" / "random_small",
+    DATA / "proto" / "proto_only" / "while_newton",
+    DATA / "proto" / "profile",
+]
 MODULE = "003_186bba49641ec33a"
 PARAMS = {"heap-timeline": {"module": MODULE}, "arena": {"module": MODULE}}
 
@@ -43,7 +49,7 @@ def spark():
 def warehouse(tmp_path_factory):
     db = tmp_path_factory.mktemp("spark") / "small.duckdb"
     report = bufferhouse.ingest(INPUTS, db=db, jobs=1)
-    assert report.ok and len(report.loaded) == 15
+    assert report.ok and len(report.loaded) == 18
     return db
 
 
@@ -130,7 +136,7 @@ def test_spark_ingest_writes_a_dataset_attach_and_register_read(spark, warehouse
     groups = bhs.module_groups(spark, INPUTS, partitions=2)
     summary = bhs.ingest(groups, out, labels={"engine": "spark"})
     statuses = [r.status for r in summary.collect()]
-    assert statuses.count("loaded") == 15
+    assert statuses.count("loaded") == 18
     assert len({r.run_id for r in summary.collect()}) == 2  # one run per task
     db = tmp_path / "views.duckdb"
     attach(out, db)

@@ -135,6 +135,10 @@ def test_a_writer_upgrades_version_3_in_place(tmp_path):
     query = "SELECT content_hash, xla_peak_bytes FROM modules ORDER BY content_hash"
     with duckdb.connect(str(db)) as con:
         before = con.execute(query).fetchall()
+        # what version 3 lacked: this column, and version 5's (issue 16) after it
+        for column in ("source_kind", "assignment_fingerprint", "trace_peak_bytes"):
+            con.execute(f"ALTER TABLE modules DROP COLUMN {column}")
+        con.execute("DROP TABLE heap_events")
         con.execute("ALTER TABLE modules DROP COLUMN xla_peak_bytes")
         con.execute("UPDATE schema_info SET value = '3' WHERE key = 'schema_version'")
     bufferhouse.connect(db, read_only=False).close()

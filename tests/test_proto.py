@@ -1,0 +1,542 @@
+"""Protobuf forms: `.hlo.pb` dumps, proto-only trees, XProf profiles, the heap trace.
+
+Oracles: the text dump of the same compile (every fact both carry, compared
+with SQL after a real ingest), memory_analysis() recorded by gen.py
+(manifest.json: categories and peak_memory_in_bytes), the byte offsets of the
+assignments (the trace's bytes in use), and the dump of the same process that
+wrote the profile.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import bufferhouse
+from bufferhouse.parse.proto import hlo_pb2, regen, xplane_pb2
+from bufferhouse.parse.proto.wire import encode_varint
+
+PROTO = Path(__file__).parent / "data" / "proto"
+MANIFEST = json.loads((PROTO / "manifest.json").read_text())["entries"]
+PROGRAMS = sorted(p.name for p in (PROTO / "both").iterdir())
+XPLANE = PROTO / "profile" / "plugins" / "profile" / "run1" / "host.xplane.pb.gz"
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list) -> list[tuple]:
+    return sorted(con.execute(sql, params).fetchall(), key=repr)
+
+
+@pytest.fixture(scope="module")
+def proto_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every fixture tree (text+proto, proto-only, profile, profile dump) in one warehouse."""
+    db = tmp_path_factory.mktemp("proto") / "proto.duckdb"
+    report = bufferhouse.ingest([PROTO], db=db, jobs=1)
+    assert report.ok, [o.error for o in report.failed]
+    assert len(report.skipped) == 1  # before_optimizations.hlo.pb: no buffer assignment
+    return db
+
+
+@pytest.fixture(scope="module")
+def split_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The text files and the .hlo.pb of each `both/` compile in separate trees: two modules
+    per compile, one read from text only, one from the proto only."""
+    root = tmp_path_factory.mktemp("split")
+    for program in PROGRAMS:
+        for f in (PROTO / "both" / program).iterdir():
+            kind = "proto" if f.name.endswith((".hlo.pb", ".pb.gz")) else "text"
+            (root / kind / program).mkdir(parents=True, exist_ok=True)
+            shutil.copy(f, root / kind / program / f.name)
+    db = root / "split.duckdb"
+    report = bufferhouse.ingest([root / "text", root / "proto"], db=db, jobs=1)
+    assert report.ok, [o.error for o in report.failed]
+    assert len(report.loaded) == 2 * len(PROGRAMS)
+    return db
+
+
+# --------------------------------------------------------------------------- generated code
+
+
+def test_generated_modules_are_reproducible(tmp_path: Path) -> None:
+    """The committed *_pb2.py are exactly what regen.py makes from the .proto files."""
+    for path in regen.regenerate(tmp_path):
+        committed = Path(regen.HERE) / path.name
+        assert filecmp.cmp(path, committed, shallow=False), f"{committed} is stale: run regen"
+
+
+def test_unknown_fields_are_ignored() -> None:
+    """A newer XLA's fields (here: a made-up field 99 in HloProto and in an instruction)
+    parse: only the declared fields are read."""
+    data = (PROTO / "proto_only" / "while_newton").glob("*after_optimizations.hlo.pb")
+    raw = next(iter(data)).read_bytes()
+    extra = encode_varint(99 << 3 | 2) + encode_varint(5) + b"hello"
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(raw + extra)
+    assert proto.buffer_assignment.buffer_allocations
+
+
+# --------------------------------------------------------------------------- proto == text
+
+#: table -> columns both forms carry (the proto leaves the others NULL or empty).
+SHARED = {
+    "allocations": (
+        "allocation_index, size, color, parameter_number, parameter_shape,"
+        " parameter_shape_index, output_shape, is_parameter, is_constant, is_thread_local,"
+        " is_maybe_live_out, is_preallocated_temp, category"
+    ),
+    "hlo_values": (
+        "value_id, instruction, shape_index, color, shape, element_type, dims, is_dynamic,"
+        " minor_to_major, tiles, memory_space, logical_bytes, is_tuple"
+    ),
+    "assignments": "value_id, allocation_index, byte_offset, size, reused_cross_color",
+    "instructions": (
+        "instruction, opcode, shape, operands, parameter_number, fusion_kind,"
+        " custom_call_target, op_name, op_type, source_file, source_line, source_function,"
+        " stack_frame_id"
+    ),
+    "sequence": "time, instruction",
+    "heap_peaks": "color, total_bytes, indefinite_bytes, temp_allocation_bytes",
+}
+MODULE_FACTS = (
+    "module_name, module_number, file_stem, backend, target, stage, total_bytes,"
+    " allocation_count, value_count, schedule_length, assignment_fingerprint"
+)
+
+
+def _module_ids(con, program: str) -> tuple[int, int]:
+    rows = con.execute(
+        "SELECT source_kind, module_id FROM modules WHERE paths[1] LIKE ?", [f"%/{program}/%"]
+    ).fetchall()
+    kinds = dict(rows)
+    return kinds["text"], kinds["proto"]
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_proto_only_equals_text(split_db: Path, program: str) -> None:
+    con = duckdb.connect(str(split_db), read_only=True)
+    text_id, proto_id = _module_ids(con, program)
+    for table, columns in SHARED.items():
+        sql = f"SELECT {columns} FROM {table} WHERE module_id = ?"
+        text, proto = _rows(con, sql, [text_id]), _rows(con, sql, [proto_id])
+        assert text, (program, table)
+        assert proto == text, (program, table)
+    sql = f"SELECT {MODULE_FACTS} FROM modules WHERE module_id = ?"
+    assert _rows(con, sql, [proto_id]) == _rows(con, sql, [text_id])
+    # What the proto cannot give stays NULL (documented per column), not made up.
+    nulls = con.execute(
+        "SELECT count(*) FILTER (WHERE is_phi IS NOT NULL), count(*) FILTER (WHERE line IS NOT NULL)"
+        " FROM hlo_values WHERE module_id = ?",
+        [proto_id],
+    ).fetchone()
+    assert nulls == (0, 0)
+    assert con.execute("SELECT count(*) FROM uses WHERE module_id = ?", [proto_id]).fetchone() == (
+        0,
+    )
+    con.close()
+
+
+def test_text_and_proto_side_by_side_are_one_module(proto_db: Path) -> None:
+    """A stem with text and proto is one module: the text's tables, the proto's trace and
+    peak, no disagreement warnings, and a content hash over both files."""
+    con = duckdb.connect(str(proto_db), read_only=True)
+    rows = con.execute(
+        "SELECT module_id, paths FROM modules WHERE source_kind = 'text+proto'"
+    ).fetchall()
+    assert len(rows) == len(PROGRAMS)
+    for module_id, paths in rows:
+        assert any(p.endswith(".hlo.pb") for p in paths)
+        assert any(p.endswith("-buffer-assignment.txt") for p in paths)
+        events = con.execute(
+            "SELECT count(*) FROM heap_events WHERE module_id = ?", [module_id]
+        ).fetchone()[0]
+        uses = con.execute("SELECT count(*) FROM uses WHERE module_id = ?", [module_id]).fetchone()
+        assert events > 0 and uses[0] > 0
+    warnings = con.execute(
+        "SELECT count(*) FROM diagnostics WHERE message LIKE 'text and proto disagree%'"
+    ).fetchone()
+    assert warnings == (0,)
+    con.close()
+
+
+def test_content_hash_covers_the_proto(tmp_path: Path) -> None:
+    """Changing only the .hlo.pb beside the text makes a different module."""
+    src = PROTO / "both" / "while_newton"
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(src, a)
+    shutil.copytree(src, b)
+    pb = next(b.glob("*.hlo.pb"))
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(pb.read_bytes())
+    proto.hlo_module.computations[0].instructions[0].metadata.op_name = "edited"
+    pb.write_bytes(proto.SerializeToString())
+    db = tmp_path / "w.duckdb"
+    first = bufferhouse.ingest([a], db=db, jobs=1)
+    second = bufferhouse.ingest([b], db=db, jobs=1)
+    assert len(first.loaded) == 1 and len(second.loaded) == 1
+
+
+def test_disagreement_is_a_warning(tmp_path: Path) -> None:
+    """A proto that does not match its text (an allocation resized) still loads, with
+    a diagnostic naming the proto file and the first difference."""
+    tree = tmp_path / "t"
+    shutil.copytree(PROTO / "both" / "donate_sgd", tree)
+    pb = next(tree.glob("*.hlo.pb"))
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(pb.read_bytes())
+    proto.buffer_assignment.buffer_allocations[0].size += 64
+    pb.write_bytes(proto.SerializeToString())
+    db = tmp_path / "w.duckdb"
+    report = bufferhouse.ingest([tree], db=db, jobs=1)
+    assert len(report.loaded) == 1
+    messages = [w.message for w in report.loaded[0].warnings]
+    assert all(w.path == str(pb) for w in report.loaded[0].warnings)
+    assert messages == [
+        "text and proto disagree on allocations: size at allocation_index=0: "
+        f"{proto.buffer_assignment.buffer_allocations[0].size - 64} in the text, "
+        f"{proto.buffer_assignment.buffer_allocations[0].size} in the proto",
+        f"text and proto disagree on total_bytes: {report_total(tree)} vs "
+        f"{report_total(tree) + 64}",
+    ]
+
+
+def report_total(tree: Path) -> int:
+    text = next(tree.glob("*-buffer-assignment-values.txt")).read_text()
+    return int(text.split("Total bytes used: ")[1].split()[0])
+
+
+# --------------------------------------------------------------------------- oracles
+
+
+def _manifest_module(con, key: str) -> tuple | None:
+    if "#" in key:
+        _path, name = key.split("#")
+        return con.execute(
+            "SELECT module_id, xla_peak_bytes FROM modules WHERE source_kind = 'xplane'"
+            " AND module_name = ?",
+            [name],
+        ).fetchone()
+    return con.execute(
+        "SELECT module_id, xla_peak_bytes FROM modules WHERE list_contains(paths, ?)",
+        [str((PROTO / key).resolve())],
+    ).fetchone()
+
+
+def test_xla_peak_and_categories_equal_memory_analysis(proto_db: Path) -> None:
+    con = duckdb.connect(str(proto_db), read_only=True)
+    checked = 0
+    for key, entry in MANIFEST.items():
+        ma = entry["memory_analysis"]
+        found = _manifest_module(con, key)
+        assert found is not None, key
+        module_id, xla_peak = found
+        assert xla_peak == ma["peak_memory_in_bytes"], key
+        totals = con.execute(
+            "SELECT parameter_bytes, output_bytes, alias_bytes, temp_bytes FROM space_totals"
+            " WHERE module_id = ? AND color = 0",
+            [module_id],
+        ).fetchone()
+        assert totals == (
+            ma["argument_size_in_bytes"],
+            ma["output_size_in_bytes"],
+            ma["alias_size_in_bytes"],
+            ma["temp_size_in_bytes"],
+        ), key
+        checked += 1
+    assert checked == len(MANIFEST) and checked >= 16
+    con.close()
+
+
+def test_trace_replay_matches_the_assigned_bytes(proto_db: Path) -> None:
+    """The trace replayed (heap_events.heap_bytes) against an independent count: after
+    each event, the bytes covered by the assigned slices (assignments: offset, size) of
+    the buffers then between their ALLOC/SHARE_WITH and their FREE. And the trace's
+    peak plus XLA's static buffers is trace_peak_bytes."""
+    con = duckdb.connect(str(proto_db), read_only=True)
+    modules = con.execute(
+        "SELECT module_id, trace_peak_bytes, xla_peak_bytes FROM modules"
+        " WHERE trace_peak_bytes IS NOT NULL"
+    ).fetchall()
+    assert len(modules) >= 14
+    for module_id, trace_peak, static in modules:
+        slices = dict(
+            (v, (o, s))
+            for v, o, s in con.execute(
+                "SELECT a.value_id, a.byte_offset, a.size FROM assignments a"
+                " JOIN allocations l USING (module_id, allocation_index)"
+                " WHERE module_id = ? AND l.category = 'temp'",
+                [module_id],
+            ).fetchall()
+        )
+        events = con.execute(
+            "SELECT trace_index, kind, value_id, heap_bytes FROM heap_events"
+            " WHERE module_id = ? ORDER BY trace_index, event_index",
+            [module_id],
+        ).fetchall()
+        live: set[int] = set()
+        worst = 0
+        for _, kind, value, heap_bytes in events:
+            if kind in ("ALLOC", "SHARE_WITH"):
+                live.add(value)
+            else:
+                live.discard(value)
+            covered = _union([slices[v] for v in live])
+            assert heap_bytes == covered, (module_id, kind, value)
+            worst = max(worst, heap_bytes)
+        assert static + worst == trace_peak
+    con.close()
+
+
+def _union(ranges: list[tuple[int, int]]) -> int:
+    total, end = 0, -1
+    for offset, size in sorted(ranges):
+        lo, hi = max(offset, end), offset + size
+        if hi > lo:
+            total += hi - lo
+        end = max(end, hi)
+    return total
+
+
+def test_profile_equals_dump_of_the_same_program(proto_db: Path) -> None:
+    """The profile's programs and the protos the same process dumped: same fingerprint,
+    same tables (instruction ids aside, which the profile renumbers)."""
+    con = duckdb.connect(str(proto_db), read_only=True)
+    pairs = con.execute(
+        "SELECT x.module_id, d.module_id FROM modules x JOIN modules d"
+        " USING (assignment_fingerprint)"
+        " WHERE x.source_kind = 'xplane' AND d.source_kind = 'proto'"
+        " AND d.paths[1] LIKE '%/profile_dump/%'"
+    ).fetchall()
+    assert len(pairs) == 2
+    for xplane_id, dump_id in pairs:
+        for table, columns in {
+            **SHARED,
+            "heap_events": "trace_index, event_index, kind,"
+            " value_id, instruction, share_with, size, heap_bytes",
+        }.items():
+            sql = f"SELECT {columns} FROM {table} WHERE module_id = ?"
+            assert _rows(con, sql, [xplane_id]) == _rows(con, sql, [dump_id]), table
+        sql = "SELECT module_name, xla_peak_bytes, trace_peak_bytes, total_bytes FROM modules WHERE module_id = ?"
+        assert _rows(con, sql, [xplane_id]) == _rows(con, sql, [dump_id])
+    con.close()
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def _ingest_one_bad(tmp_path: Path, name: str, data: bytes):
+    """A good module beside one bad file: the good one lands, the bad one fails alone."""
+    tree = tmp_path / "t"
+    shutil.copytree(PROTO / "proto_only" / "while_newton", tree / "good")
+    (tree / "bad").mkdir()
+    (tree / "bad" / name).write_bytes(data)
+    db = tmp_path / "w.duckdb"
+    report = bufferhouse.ingest([tree], db=db, jobs=1)
+    assert len(report.loaded) == 1
+    assert len(report.failed) == 1
+    con = duckdb.connect(str(db), read_only=True)
+    modules = con.execute("SELECT count(*) FROM modules").fetchone()[0]
+    orphans = sum(
+        con.execute(
+            f"SELECT count(*) FROM {t} WHERE module_id NOT IN (SELECT module_id FROM modules)"
+        ).fetchone()[0]
+        for t in ("allocations", "hlo_values", "assignments", "heap_events", "instructions")
+    )
+    con.close()
+    assert modules == 1 and orphans == 0  # nothing half-loaded
+    return report.failed[0].error
+
+
+def _good_pb() -> bytes:
+    return next(
+        (PROTO / "proto_only" / "donate_sgd").glob("*after_optimizations.hlo.pb")
+    ).read_bytes()
+
+
+def test_truncated_hlo_pb(tmp_path: Path) -> None:
+    data = _good_pb()
+    name = "module_0001.jit_cut.cpu_after_optimizations.hlo.pb"
+    error = _ingest_one_bad(tmp_path, name, data[: len(data) // 2])
+    assert error.path.endswith(name)
+    assert "not a readable HloProto: at byte 0: field 1 needs" in error.message
+    assert "truncated" in error.message
+
+
+def test_hlo_pb_of_another_message(tmp_path: Path) -> None:
+    """compile_options.pb renamed: it parses as protobuf, but holds no HloModule."""
+    other = (PROTO / "proto_only" / "scan_rnn" / "compile_options.pb").read_bytes()
+    name = "module_0001.jit_other.cpu_after_optimizations.hlo.pb"
+    error = _ingest_one_bad(tmp_path, name, other)
+    assert error.path.endswith(name)
+    assert "HloProto" in error.message
+
+
+def test_buffer_assignment_names_a_missing_instruction(tmp_path: Path) -> None:
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(_good_pb())
+    proto.buffer_assignment.logical_buffers[3].defined_at.instruction_id = 987654321
+    name = "module_0001.jit_dangling.cpu_after_optimizations.hlo.pb"
+    error = _ingest_one_bad(tmp_path, name, proto.SerializeToString())
+    assert error.message == (
+        "buffer_assignment.logical_buffers[3].defined_at: instruction id 987654321"
+        " is not in hlo_module"
+    )
+
+
+def test_trace_names_a_missing_buffer(tmp_path: Path) -> None:
+    proto = hlo_pb2.HloProto()
+    proto.ParseFromString(_good_pb())
+    proto.buffer_assignment.heap_simulator_traces[0].events[2].buffer_id = 424242
+    name = "module_0001.jit_trace.cpu_after_optimizations.hlo.pb"
+    error = _ingest_one_bad(tmp_path, name, proto.SerializeToString())
+    assert "heap_simulator_traces[0].events[2]: buffer 424242 is not in logical_buffers" in (
+        error.message
+    )
+
+
+def _xspace(planes: list[bytes]) -> bytes:
+    return b"".join(encode_varint(1 << 3 | 2) + encode_varint(len(p)) + p for p in planes)
+
+
+def test_profile_without_hlo_protos(tmp_path: Path) -> None:
+    plane = xplane_pb2.XPlane(id=1, name="/host:CPU").SerializeToString()
+    error = _ingest_one_bad(tmp_path, "empty.xplane.pb", _xspace([plane]))
+    assert error.path.endswith("empty.xplane.pb")
+    assert "without HloProtos" in error.message
+
+
+def test_corrupted_xplane(tmp_path: Path) -> None:
+    data = gzip.decompress(XPLANE.read_bytes())
+    cut = data[: len(data) - 1000]
+    error = _ingest_one_bad(tmp_path, "cut.xplane.pb", cut)
+    assert error.path.endswith("cut.xplane.pb")
+    assert "not a readable XProf profile" in error.message and "at byte" in error.message
+
+
+def test_before_optimizations_is_skipped_and_counted(proto_db: Path) -> None:
+    con = duckdb.connect(str(proto_db), read_only=True)
+    paths = [p for (ps,) in con.execute("SELECT paths FROM modules").fetchall() for p in ps]
+    con.close()
+    assert not any("before_optimizations" in p or "compile_options" in p for p in paths)
+
+
+# --------------------------------------------------------------------------- big profiles
+
+
+def test_large_profile_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """A 300 MB xplane (a metadata plane between two planes of 150 MB of events each):
+    listing and reading its programs holds far less than the file."""
+    src = hlo_pb2.HloProto()
+    src.ParseFromString(_good_pb())
+    meta = xplane_pb2.XPlane(id=0, name="/host:metadata")
+    meta.stat_metadata[1].id, meta.stat_metadata[1].name = 1, "Hlo Proto"
+    em = meta.event_metadata[7]
+    em.id, em.name = 7, "jit_donate_sgd(7)"
+    em.stats.add(metadata_id=1, bytes_value=src.SerializeToString())
+    event = bytes(64)  # opaque: never decoded
+    line = encode_varint(3 << 3 | 2) + encode_varint(len(event)) + event
+    path = tmp_path / "big.xplane.pb"
+    per_plane = 150 << 20
+    n_lines = per_plane // len(line)
+    with open(path, "wb") as f:
+        for name, with_meta in (("/host:CPU", False), ("", True), ("/device:CPU:0", False)):
+            if with_meta:
+                body = meta.SerializeToString()
+                f.write(encode_varint(1 << 3 | 2) + encode_varint(len(body)) + body)
+                continue
+            head = xplane_pb2.XPlane(id=1, name=name).SerializeToString()
+            size = len(head) + n_lines * len(line)
+            f.write(encode_varint(1 << 3 | 2) + encode_varint(size) + head)
+            block = line * 4096
+            for _ in range(n_lines // 4096):
+                f.write(block)
+            f.write(line * (n_lines % 4096))
+    assert path.stat().st_size > 300 << 20
+    script = textwrap.dedent(
+        f"""
+        import resource
+        from bufferhouse.parse.proto.xplane import list_programs, read_program
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        (p,) = list_programs({str(path)!r})
+        data = read_program({str(path)!r}, p.name, p.offset)
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(p.name, len(data), (after - before) // 1024)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(bufferhouse.__file__).parents[1])},
+    ).stdout.split()
+    assert out[0] == "jit_donate_sgd(7)"
+    assert int(out[1]) == len(src.SerializeToString())
+    assert int(out[2]) < 64, f"reading a 300 MB profile grew the process by {out[2]} MiB"
+
+
+def test_a_version_4_warehouse_is_upgraded_in_place(tmp_path: Path) -> None:
+    """4 -> 5 adds heap_events, the modules columns and a nullable is_phi; rows stay."""
+    from bufferhouse.schema.warehouse import schema_version
+
+    db = tmp_path / "w.duckdb"
+    bufferhouse.ingest([PROTO / "both" / "while_newton"], db=db, jobs=1)
+    with duckdb.connect(str(db)) as con:
+        con.execute("DROP TABLE heap_events")
+        for column in (
+            "trace_peak_bytes",
+            "assignment_fingerprint",
+            "source_kind",
+        ):
+            con.execute(f"ALTER TABLE modules DROP COLUMN {column}")
+        con.execute("ALTER TABLE hlo_values ALTER COLUMN is_phi SET NOT NULL")
+        con.execute("UPDATE schema_info SET value = '4' WHERE key = 'schema_version'")
+    report = bufferhouse.ingest([PROTO / "proto_only" / "while_newton"], db=db, jobs=1)
+    assert len(report.loaded) == 1
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert schema_version(con) == 5
+        kinds = con.execute("SELECT source_kind FROM modules ORDER BY source_kind").fetchall()
+        assert kinds == [("proto",), (None,)]  # the module loaded before keeps NULL
+        assert con.execute("SELECT count(*) FROM heap_events").fetchone()[0] > 0
+
+
+def test_top_modules_ranks_by_xla_peak(proto_db: Path) -> None:
+    top = bufferhouse.query("top-modules", db=proto_db, top=3, peak="xla").to_pylist()
+    con = duckdb.connect(str(proto_db), read_only=True)
+    want = con.execute(
+        "SELECT module_id, xla_peak_bytes FROM modules"
+        " ORDER BY xla_peak_bytes DESC NULLS LAST, module_name, module_id LIMIT 3"
+    ).fetchall()
+    con.close()
+    assert [(r["module_id"], r["peak_bytes"]) for r in top] == want
+    assert want[0][1] == max(
+        e["memory_analysis"]["peak_memory_in_bytes"] for e in MANIFEST.values()
+    )
+
+
+def test_heap_trace_query(proto_db: Path) -> None:
+    """The trace as a query: its live_bytes peak is trace_peak_bytes, its static part is
+    what memory_analysis() reports on CPU."""
+    con = duckdb.connect(str(proto_db), read_only=True)
+    module_id, trace_peak, xla_peak = con.execute(
+        "SELECT module_id, trace_peak_bytes, xla_peak_bytes FROM modules"
+        " WHERE module_name = 'jit_while_newton' AND source_kind = 'proto'"
+    ).fetchone()
+    events = con.execute("SELECT count(*) FROM heap_events WHERE module_id = ?", [module_id])
+    n_events = events.fetchone()[0]
+    con.close()
+    rows = bufferhouse.query("heap-trace", db=proto_db, module=str(module_id)).to_pylist()
+    assert {r["module_id"] for r in rows} == {module_id}
+    assert len(rows) == n_events > 0
+    assert max(r["live_bytes"] for r in rows) == trace_peak
+    assert {r["static_bytes"] for r in rows} == {xla_peak}
+    (peak,) = [r for r in rows if r["is_peak"]]
+    assert peak["live_bytes"] == trace_peak
