@@ -1,7 +1,7 @@
 -- name: heap-trace
 -- description: One module's heap as XLA's heap simulator ran it (source: the heap-simulator trace of a proto or profile): every event with the bytes in use after it, and the buffers live at the trace's peak.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
--- param space INTEGER = 0: Memory space (color) of the trace.
+-- param space INTEGER >= 0 = 0: Memory space (color) of the trace.
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column trace_index: Trace of the buffer assignment.
