@@ -540,3 +540,17 @@ def test_heap_trace_query(proto_db: Path) -> None:
     assert {r["static_bytes"] for r in rows} == {xla_peak}
     (peak,) = [r for r in rows if r["is_peak"]]
     assert peak["live_bytes"] == trace_peak
+
+
+def test_renamed_proto_loads_and_one_without_assignment_is_skipped(tmp_path: Path) -> None:
+    """Names do not decide: a renamed .hlo.pb with a buffer assignment loads; one without
+    (here: the before-optimizations proto renamed) is skipped by its content and counted."""
+    src = PROTO / "proto_only" / "scan_rnn"
+    (tmp_path / "t").mkdir()
+    shutil.copy(next(src.glob("*after_optimizations.hlo.pb")), tmp_path / "t" / "renamed.hlo.pb")
+    shutil.copy(next(src.glob("*before_optimizations.hlo.pb")), tmp_path / "t" / "other.hlo.pb")
+    report = bufferhouse.ingest([tmp_path / "t"], db=tmp_path / "w.duckdb", jobs=1)
+    assert len(report.loaded) == 1 and len(report.skipped) == 1 and report.ok
+    (skipped,) = report.skipped
+    assert skipped.error.path.endswith("other.hlo.pb")
+    assert "without a buffer assignment" in skipped.error.message

@@ -251,7 +251,7 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             if exists and path != mf.buffer_assignment:
                 mf.hlo = path
                 break
-        if mf.proto is not None and "after_optimizations" not in stem and not mf.dump_files():
+        if mf.proto is not None and "before_optimizations" in stem and not mf.dump_files():
             # e.g. before_optimizations.hlo.pb: an HloProto without a buffer assignment
             mf.skip = "HloProto from before optimizations (no buffer assignment)"
         elif mf.buffer_assignment is None and mf.proto is None:
