@@ -21,6 +21,8 @@ from pathlib import Path
 
 import duckdb
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import bufferhouse
 from bufferhouse.parse.proto import hlo_pb2, regen, xplane_pb2
@@ -554,3 +556,53 @@ def test_renamed_proto_loads_and_one_without_assignment_is_skipped(tmp_path: Pat
     (skipped,) = report.skipped
     assert skipped.error.path.endswith("other.hlo.pb")
     assert "without a buffer assignment" in skipped.error.message
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_protos_fail_with_a_located_error(data) -> None:
+    """Any damage to an .hlo.pb (bytes flipped, cut, inserted) either still decodes into a
+    consistent module or raises DumpError naming the file: never another exception."""
+    from bufferhouse.errors import DumpError
+    from bufferhouse.parse.proto import decode
+
+    raw = bytearray(_good_pb())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        how = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+        if how == "flip":
+            raw[at] ^= data.draw(st.integers(1, 255))
+        elif how == "cut":
+            del raw[at : at + data.draw(st.integers(1, 64))]
+        else:
+            raw[at:at] = data.draw(st.binary(min_size=1, max_size=16))
+    try:
+        proto = decode.decode_hlo_proto(bytes(raw), "damaged.hlo.pb")
+        parsed = decode.parse_hlo_proto(proto, "damaged.hlo.pb")
+    except DumpError as exc:
+        assert exc.path == "damaged.hlo.pb" and exc.message
+        return
+    assert set(parsed.tables) >= {"allocations", "hlo_values", "heap_events"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_damaged_profiles_fail_with_a_located_error(tmp_path_factory, data) -> None:
+    """A damaged XSpace either still lists its programs or raises DumpError naming it."""
+    from bufferhouse.errors import DumpError
+    from bufferhouse.parse.proto.xplane import list_programs, read_program
+
+    raw = bytearray(gzip.decompress(XPLANE.read_bytes()))
+    for _ in range(data.draw(st.integers(1, 3))):
+        at = data.draw(st.integers(0, len(raw) - 1))
+        if data.draw(st.booleans()):
+            raw[at] ^= data.draw(st.integers(1, 255))
+        else:
+            del raw[at : at + data.draw(st.integers(1, 4096))]
+    path = tmp_path_factory.mktemp("xp") / "damaged.xplane.pb"
+    path.write_bytes(bytes(raw))
+    try:
+        for p in list_programs(str(path)):
+            read_program(str(path), p.name, p.offset)
+    except DumpError as exc:
+        assert exc.path == str(path) and exc.message

@@ -121,7 +121,12 @@ MODULES = Table(
             "Sections present: allocations, totals, used_values, live_range, peak, stack_trace, usage_report, hlo (stack frames resolved), live_range_unavailable (XLA printed that HloLiveRange was not available); from a proto also proto, heap_trace (heap_events filled) and schedule (sequence filled from the HLO schedule).",
         ),
         _c("paths", "VARCHAR[]", "Absolute paths of the files read for this module."),
-        _c("bytes_read", "BIGINT", "Bytes of dump text read for this module (uncompressed)."),
+        _c(
+            "bytes_read",
+            "BIGINT",
+            "Bytes of dump text read for this module (uncompressed); with a proto, its bytes too;"
+            " from a profile, the bytes of the program's HloProto.",
+        ),
         _c(
             "total_bytes",
             "BIGINT",
