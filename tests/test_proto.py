@@ -606,3 +606,19 @@ def test_damaged_profiles_fail_with_a_located_error(tmp_path_factory, data) -> N
             read_program(str(path), p.name, p.offset)
     except DumpError as exc:
         assert exc.path == str(path) and exc.message
+
+
+def test_heap_timeline_leaves_proto_only_modules_to_heap_trace(proto_db: Path) -> None:
+    """heap-timeline sweeps live ranges, which a proto does not carry: no made-up rows."""
+    con = duckdb.connect(str(proto_db), read_only=True)
+    proto_id, both_id = (
+        con.execute(
+            "SELECT module_id FROM modules WHERE module_name = 'jit_while_newton'"
+            " AND source_kind = ?",
+            [kind],
+        ).fetchone()[0]
+        for kind in ("proto", "text+proto")
+    )
+    con.close()
+    assert bufferhouse.query("heap-timeline", db=proto_db, module=str(proto_id)).num_rows == 0
+    assert bufferhouse.query("heap-timeline", db=proto_db, module=str(both_id)).num_rows > 0

@@ -11,7 +11,7 @@
 -- column temp_bytes: Bytes of temp allocations in use: the union of the byte ranges of temp values (not tuple-shaped) live at the step.
 -- column live_bytes: indefinite_bytes + temp_bytes.
 -- column is_peak: The step is the module's heap peak (first maximum).
--- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout; tuple-shaped temp values (pointer tables XLA never heap-simulates) do not count. Steps run to schedule_length, where read-only entry parameters end.
+-- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout; tuple-shaped temp values (pointer tables XLA never heap-simulates) do not count. Steps run to schedule_length, where read-only entry parameters end. Source: the live ranges of a text dump; a module read from a proto alone (no live ranges) has no rows here: the heap-trace query draws it from the heap-simulator trace.
 -- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
 WITH chosen AS (
   -- the module selector (see queries/__init__.py) and the module's heap peak
@@ -23,6 +23,11 @@ WITH chosen AS (
   WHERE
     h.color = $space
     AND m.schedule_length IS NOT NULL
+    -- a module read from a proto alone has no live ranges: heap-trace draws it
+    AND (
+      NOT list_contains(m.sections, 'proto')
+      OR list_contains(m.sections, 'live_range')
+    )
     -- the name compared once more, outside the macro: the error for a missing
     -- module needs a comparison DuckDB cannot fold away
     AND (
