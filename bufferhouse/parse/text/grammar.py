@@ -50,9 +50,12 @@ class Line:
     def number(self, m: re.Match, group: str, path: str, lineno: int) -> int | None:
         """Group `group` of `m` as a 64-bit number (None if the group did not take part)."""
         text = m.group(group)
-        if text is None or text == "":
+        if not text:
             return None
-        return number(text, self.numbers.get(group, group), path, lineno, m.string)
+        value = int(text)
+        if value > INT64_MAX:
+            number(text, self.numbers.get(group, group), path, lineno, m.string)  # raises
+        return value
 
     @property
     def re2(self) -> str:

@@ -65,17 +65,26 @@ def _codes(*columns: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return codes
 
 
+def _distinct(names: pa.ChunkedArray, indexes: pa.ChunkedArray) -> bool:
+    """No (name, ShapeIndex) pair occurs twice (a ShapeIndex holds no '\\x1f')."""
+    joined = pc.binary_join_element_wise(names, indexes, "\x1f")
+    return pc.count_distinct(joined).as_py() == len(joined)
+
+
 def _repeats(codes: np.ndarray) -> np.ndarray:
     """Rows whose code occurred in an earlier row."""
-    _, first = np.unique(codes, return_index=True)
-    repeated = np.ones(len(codes), dtype=bool)
-    repeated[first] = False
+    order = np.argsort(codes, kind="stable")  # equal codes stay in file order
+    ordered = codes[order]
+    repeated = np.empty(len(codes), dtype=bool)
+    repeated[order] = np.concatenate(([False], ordered[1:] == ordered[:-1]))
     return repeated
 
 
 def _first(mask: np.ndarray) -> int | None:
-    found = np.flatnonzero(mask)
-    return int(found[0]) if len(found) else None
+    if not len(mask):
+        return None
+    i = int(mask.argmax())
+    return i if mask[i] else None
 
 
 def _rows_by_id(ids: pa.Array | pa.ChunkedArray, wanted: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -108,7 +117,11 @@ def _values(s: Scanned) -> Break | None:
     if not values.num_rows:
         return None
     repeated = _repeats(_np(values["value_id"]))
-    owner = _rows_by_id(allocs["index"], values["allocation"])
+    indexes = _np(allocs["index"])
+    if np.array_equal(indexes, np.arange(len(indexes))):  # as XLA prints them: row = index
+        owner = _np(values["allocation"])
+    else:
+        owner = _rows_by_id(allocs["index"], values["allocation"])
     alloc_size = _np(allocs["size"])[owner]
     size, offset = _np(values["size"]), _np(values["byte_offset"])
     beyond = (size > alloc_size) | (offset > alloc_size - np.minimum(size, alloc_size))
@@ -157,6 +170,14 @@ def _used(s: Scanned) -> Break | None:
     if not used.num_rows:
         return None
     ids = _np(used["value_id"])
+    placed_ids = _np(s.values["value_id"])
+    if len(ids) == len(placed_ids) and np.all(ids[1:] > ids[:-1]):  # the usual: all, in order
+        rows = np.argsort(placed_ids)
+        if (
+            np.array_equal(placed_ids[rows], ids)
+            and pc.all(pc.equal(s.values["instruction"].take(rows), used["instruction"])).as_py()
+        ):
+            return None
     repeated = _repeats(ids)
     before = np.maximum.accumulate(np.r_[np.iinfo(np.int64).min, ids[:-1]])
     unsorted = ids < before
@@ -200,9 +221,12 @@ def _live(s: Scanned) -> Break | None:
     if not live.num_rows:
         return None
     start, end = _np(live["start_time"]), _np(live["end_time"])
-    repeated = _repeats(_codes(live["instruction"], live["shape_index"]))
     backwards = end < start
     past = end > s.schedule_length if s.schedule_length is not None else np.zeros(len(end), bool)
+    if _distinct(live["instruction"], live["shape_index"]):
+        repeated = np.zeros(len(end), dtype=bool)
+    else:
+        repeated = _repeats(_codes(live["instruction"], live["shape_index"]))
     row = _first(repeated | backwards | past)
     if row is None:
         return None
@@ -219,10 +243,13 @@ def _peak(s: Scanned) -> Break | None:
     """A value is listed at the peak once (§5.3; before 2025-04 the list printed names
     only, and the values of one tuple instruction shared it, so only then may a name repeat)."""
     peak = s.peak
-    indexed = _np(pc.is_valid(peak["index"])) if peak.num_rows else np.zeros(0, bool)
-    if not indexed.any():
+    if peak["index"].null_count == peak.num_rows:
         return None
-    repeated = _repeats(_codes(peak["name"], pc.fill_null(peak["index"], ""))) & indexed
+    index = pc.fill_null(peak["index"], "")
+    if _distinct(peak["name"], index):
+        return None
+    indexed = _np(pc.is_valid(peak["index"]))
+    repeated = _repeats(_codes(peak["name"], index)) & indexed
     row = _first(repeated)
     if row is None:
         return None
@@ -266,6 +293,11 @@ def _fits(s: Scanned) -> Break | None:
     paths = {"allocs": s.ba_path, "values": s.ba_path, "live": s.lr_path or s.ba_path}
     for table, column, target, target_column, what in _LANDS_IN:
         scanned = getattr(s, table)
+        least, greatest, _ = limits(target, target_column)
+        bounds = pc.min_max(scanned[column])
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is None or (least <= low and high <= greatest):
+            continue
         numbers = _np(pc.fill_null(scanned[column], 0))
         row = _first(~fits(numbers, target, target_column))
         if row is not None:
@@ -281,7 +313,10 @@ def _fits(s: Scanned) -> Break | None:
             found.append(
                 (s.lr_path or s.ba_path, line, too_large(what, number, target, target_column))
             )
-    if s.uses.num_rows:
+    if (
+        s.uses.num_rows
+        and pc.max(s.uses["operand_number"]).as_py() > limits("uses", "operand_number")[1]
+    ):
         operand = _np(s.uses["operand_number"])
         row = _first(~fits(operand, "uses", "operand_number"))
         if row is not None:
