@@ -336,7 +336,15 @@ class LineReader:
                 )
             self.state = "between"
         elif state == "instr":
-            # JSON configs may print raw newlines: continuation of the text (format.md §11.8).
+            # JSON configs may print raw newlines: continuation of the text (format.md §11.8);
+            # but not a line that can only be one of the grammar's, which is out of place.
+            if _unmistakable(line):
+                raise ParseError(
+                    path,
+                    lineno,
+                    f"line out of place after the instruction text of used value {block[0]}",
+                    line,
+                )
             block[3] += "\n" + line
         elif line == g.POSITIONS:
             self._expect(state == "header", path, lineno, line, "after the value header")
@@ -515,6 +523,22 @@ class LineReader:
                     "memory-usage report without 'Total bytes used' or 'Memory Space' totals",
                 )
             )
+
+
+#: Lines no instruction text continues with: block lines, and lines that only the
+#: BufferAssignment section prints.
+_BLOCK_MARKERS = (g.POSITIONS, g.USES, g.USES_UNKNOWN, g.CROSS_HEAD)
+
+
+def _unmistakable(line: str) -> bool:
+    """`line` is one of the grammar's own kinds, never a piece of instruction text."""
+    if line in _BLOCK_MARKERS:
+        return True
+    if line.startswith("allocation "):
+        return g.ALLOCATION.match(line) is not None
+    if line.startswith((" value: ", "  value: ")):
+        return (g.VALUE.match(line) or g.CROSS.match(line)) is not None
+    return False
 
 
 def _spaced(m, group: str, path: str, lineno: int) -> int:

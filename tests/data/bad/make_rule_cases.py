@@ -93,6 +93,19 @@ CASES = {
         76,
         "'Total bytes used' line out of place",
     ),
+    "misplaced-value-line": (
+        "A ' value:' line moved below a from instruction line (it was read as more "
+        "instruction text; the error then named the Used values block of the value).",
+        move(5, after=33),
+        33,
+        "line out of place after the instruction text of used value 17",
+    ),
+    "misplaced-allocation-line": (
+        "An allocation header moved below a from instruction line.",
+        move(6, after=40),
+        40,
+        "line out of place after the instruction text of used value 18",
+    ),
     "duplicate-schedule-step": (
         "An InstructionSequence line printed twice.",
         duplicate(66),
