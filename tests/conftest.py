@@ -54,6 +54,34 @@ def samples_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@pytest.fixture(scope="session")
+def oom_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The OOM fixtures (every form, tests/data/oom) and the JAX module whose OOM message
+    tests/data/oom-join/train.log holds, beside its dump: what the oom-* goldens read."""
+    db = tmp_path_factory.mktemp("oom") / "oom.duckdb"
+    report = bufferhouse.ingest([DATA / "oom", DATA / "oom-join"], db=db, jobs=1)
+    assert report.ok and len(report.loaded) == 1
+    return db
+
+
+def event_keyed(table: pa.Table, db: Path | str) -> pa.Table:
+    """`table` with event_id replaced by the event's hash prefix and paths made relative to
+    tests/data, as module ids are by hash_keyed: both are local to a warehouse."""
+    with duckdb.connect(str(db), read_only=True) as con:
+        keys = dict(
+            con.execute("SELECT event_id, substr(event_hash, 1, 16) FROM oom_events").fetchall()
+        )
+    for i, name in enumerate(table.column_names):
+        if name == "event_id":
+            ids = [None if e is None else keys[e] for e in table.column(i).to_pylist()]
+            table = table.set_column(i, name, pa.array(ids, pa.string()))
+        elif name == "path":
+            root = str(DATA) + "/"
+            paths = [p if p is None else p.removeprefix(root) for p in table.column(i).to_pylist()]
+            table = table.set_column(i, name, pa.array(paths, pa.string()))
+    return table
+
+
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
     """A copy of the samples in a temporary directory, free to damage."""

@@ -62,6 +62,8 @@ UNSUPPORTED = {
     ("heap-timeline", "bigquery"): "NULLS LAST",
     ("modules", "bigquery"): "NULLS LAST",
     ("recompiles", "bigquery"): "NULLS LAST",
+    ("oom-events", "bigquery"): "NULLS LAST",
+    ("oom-culprits", "bigquery"): "NULLS LAST",
 }
 
 

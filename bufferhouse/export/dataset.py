@@ -169,7 +169,8 @@ def schema_document() -> dict:
                             "nullable": False,
                             "in_file": False,
                             "doc": "Partition column (directory name): the ingest run of the "
-                            "row's module. Not a warehouse column; bufferhouse's readers drop it.",
+                            "row's module (or OOM event). Not a warehouse column; bufferhouse's "
+                            "readers drop it.",
                         }
                     ]
                 ),
@@ -201,16 +202,19 @@ each file's key-value metadata (`bufferhouse.doc`, `bufferhouse.columns`, and
 per field `doc`) and in `_schema.json`.
 
 `run_id` is in the directory name, not in the files. Every table's rows carry
-the run of their module, so tables without a `run_id` column gain one when read
-as a Hive dataset; drop it to get the warehouse's columns.
+the run of their module (the OOM tables: of their event), so tables without a
+`run_id` column gain one when read as a Hive dataset; drop it to get the
+warehouse's columns.
 
 A module may be present under more than one run (several machines parsed the
 same dump), each copy under its own `module_id` (ids grow in the order a writer
 wrote its modules; `content_hash` is the module's identity). Keep, per
 `content_hash`, the copy of `modules` with the lowest `run_id`, and of the
 other tables the rows with that copy's `(module_id, run_id)`; `labels` is the
-union over the copies. `bufferhouse attach` and `bufferhouse.spark.register`
-do this.
+union over the copies. OOM events likewise: per `event_hash` the copy of
+`oom_events` with the lowest `run_id`, the `oom_buffers` of that
+`(event_id, run_id)`, `oom_labels` the union. `bufferhouse attach` and
+`bufferhouse.spark.register` do this.
 
 ```sh
 bufferhouse attach THIS_DIR --db fleet-views.duckdb   # DuckDB views + bh_* macros

@@ -25,8 +25,9 @@ import pyarrow as pa
 
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import memory, proto
-from bufferhouse.parse.discover import ModuleFiles, stem_parts, text_path
+from bufferhouse.parse.discover import LogFile, ModuleFiles, stem_parts, text_path
 from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.oom import LogEvents, read_log
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
 from bufferhouse.parse.text import scan, vector
 from bufferhouse.parse.text.finish import finish
@@ -39,6 +40,7 @@ __all__ = [
     "ParsedModule",
     "module_tables",
     "parse_files",
+    "parse_log",
     "parse_module",
     "parsed_schema",
 ]
@@ -83,10 +85,40 @@ class ParseResult:
     tables: dict[str, pa.Table] | None = None
     warnings: list[DumpError] = field(default_factory=list)
     error: DumpError | None = None
+    #: A log's OOM events (status "events"; "skipped" when it holds none).
+    events: LogEvents | None = None
+
+
+def parse_log(log: LogFile) -> ParseResult:
+    """Scan one log for OOM events. Never raises: a log given by name that holds no
+    message (and is no dump) fails with what was expected; any other is skipped."""
+    try:
+        events = read_log(log.path)
+    except Exception as exc:  # a bug of ours must not take the batch down
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        error = DumpError(log.path, 0, f"internal error while scanning for OOM messages: {detail}")
+        return ParseResult("failed", error=error)
+    if events.events.num_rows == 0:
+        if log.explicit:
+            problem = events.file_problems[0].message if events.file_problems else None
+            return ParseResult(
+                "failed",
+                bytes_read=events.bytes_read,
+                error=DumpError(
+                    log.path,
+                    0,
+                    problem
+                    or "neither a buffer-assignment dump nor a log with an OOM message: expected"
+                    " the first line 'BufferAssignment:', a name ending in -buffer-assignment.txt,"
+                    " or a RESOURCE_EXHAUSTED message",
+                ),
+            )
+        return ParseResult("skipped", bytes_read=events.bytes_read)
+    return ParseResult("events", bytes_read=events.bytes_read, events=events)
 
 
 def parse_files(
-    files: ModuleFiles,
+    files: ModuleFiles | LogFile,
     known: Container[str] = frozenset(),
     max_bytes: int | None = None,
     *,
@@ -97,7 +129,10 @@ def parse_files(
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
     the proto's trace and peaks, disagreements as warnings) or from a profile.
+    A LogFile is scanned for OOM events instead (parse_log).
     """
+    if isinstance(files, LogFile):
+        return parse_log(files)
     if files.skip is not None:
         return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
     if files.problems and files.buffer_assignment is None and files.proto is None:

@@ -212,17 +212,8 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
                 if not path.endswith(".gz") and _looks_like_log(path):
                     _add_log_members(path, groups, log_hlo)
                     continue
-                if explicit:
-                    mf = ModuleFiles(directory, base)
-                    mf.problems.append(
-                        DumpError(
-                            path,
-                            1,
-                            "not a buffer-assignment dump: expected the first line to be "
-                            "'BufferAssignment:' or a name ending in -buffer-assignment.txt",
-                        )
-                    )
-                    missing.append(mf)
+                # Not a dump: discover_logs scans it for OOM messages, and says so
+                # if it was given by name and holds none.
                 continue
             role, stem = (
                 "buffer_assignment",
@@ -297,6 +288,89 @@ def _xplane_modules(path: str) -> list[ModuleFiles]:
         )
         for p in programs
     ]
+
+
+#: Extensions (before an optional .gz) of files scanned for OOM messages in a directory.
+LOG_SUFFIXES = (".log", ".txt", ".out", ".err")
+
+
+@dataclass
+class LogFile:
+    """A file to scan for OOM messages: not a module (its events load on their own).
+
+    `explicit`: given by name and neither a dump nor a `--xla_dump_to=-` log, so
+    finding no message in it is an error, not a quiet skip.
+    """
+
+    path: str
+    explicit: bool = False
+    problems: list[DumpError] = field(default_factory=list)
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path)
+
+    @property
+    def stem(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def display(self) -> str:
+        return self.path
+
+    def dump_files(self) -> list[tuple[str, str]]:
+        return []
+
+
+def _xla_named(name: str) -> bool:
+    """A file XLA named itself (module_NNNN.*, a role suffix): it never holds an OOM message."""
+    base = name[:-3] if name.endswith(".gz") else name
+    if _role_of(name) is not None:
+        return True
+    stem = base.rsplit(".", 1)[0]
+    return stem_parts(stem)["module_number"] is not None
+
+
+def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
+    """Every file under `paths` that may hold OOM messages, in a stable order.
+
+    In directories: `.log`, `.txt`, `.out`, `.err` files, plain or .gz, but for
+    those XLA named as dump files (`module_NNNN...`, `-buffer-assignment.txt`):
+    logs of `--xla_dump_to=-` and renamed dumps are scanned too, since a log can
+    hold modules and OOM messages both. A file given by name is always scanned,
+    but for protos (`.pb`: binary HloProtos and profiles).
+    """
+    logs: list[LogFile] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[object] = set()
+    for raw in paths:
+        path = os.path.abspath(os.fspath(raw))
+        if os.path.isdir(path):
+            found = [(p, False) for p in _walk(path, seen_dirs)]
+        elif os.path.exists(path):
+            found = [(path, True)]
+        else:
+            continue  # discover() reports it
+        for candidate, explicit in found:
+            name = os.path.basename(candidate)
+            base = name[:-3] if name.endswith(".gz") else name
+            if base.endswith(".pb") or (
+                not explicit and (not base.endswith(LOG_SUFFIXES) or _xla_named(name))
+            ):
+                continue  # protos are binary; XLA's own dump files hold no messages
+            if not os.path.isfile(candidate):
+                continue
+            real = _identity(candidate)
+            if real in seen_files:
+                continue
+            seen_files.add(real)
+            other_use = (
+                _role_of(name) is not None
+                or _looks_like_buffer_assignment(candidate)
+                or (not candidate.endswith(".gz") and _looks_like_log(candidate))
+            )
+            logs.append(LogFile(candidate, explicit=explicit and not other_use))
+    return sorted(logs, key=lambda log: log.path)
 
 
 def _add_log_members(
