@@ -215,7 +215,7 @@ def test_a_directory_without_dumps_says_so(tmp_path):
     (empty / "sub" / "notes.md").write_text("nothing here\n")
     result = run("ingest", empty, "--db", tmp_path / "w.duckdb", "-q")
     assert result.exit_code == 1
-    assert f"no XLA dump files found under {empty}" in result.stderr
+    assert f"no XLA dump files or OOM messages found under {empty}" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -150,7 +150,8 @@ def _as_version_1(db) -> dict[str, int]:
             )
         first = pairs[0][1]
         con.execute(
-            "INSERT INTO diagnostics VALUES (1, ?, 'x.txt', 3, 'warning', 'a v1 warning')",
+            "INSERT INTO diagnostics (run_id, module_id, path, line, severity, message)"
+            " VALUES (1, ?, 'x.txt', 3, 'warning', 'a v1 warning')",
             [old[first]],
         )
         for table in DERIVED_TABLES:  # version 1 had none (added in 3)

@@ -210,6 +210,38 @@ def _module_ids(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     return problems
 
 
+def _oom_events(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """OOM events are whole (their buffers and diagnostics all there), unique by
+    event_hash and id, and nothing points at an event or run that is not there."""
+    problems = [
+        Problem(
+            "oom events", f"event {eid} ({path}:{line}) lists {listed} buffers, {stored} are stored"
+        )
+        for eid, path, line, listed, stored in rows(con, "oom-buffer-counts")
+    ]
+    problems += [
+        Problem(
+            "oom events",
+            f"event {eid} ({path}:{line}) had {recorded} problems, {stored} diagnostics name it",
+        )
+        for eid, path, line, recorded, stored in rows(con, "oom-problem-counts")
+    ]
+    for table in ("oom_buffers", "oom_labels", "diagnostics"):
+        problems += [
+            Problem("oom events", f"{n} {table} rows of missing event {eid}")
+            for eid, n in rows(con, "oom-orphan-rows", table_name=table)
+        ]
+    problems += [
+        Problem("oom events", f"{what} is held by {n} events")
+        for what, n in rows(con, "oom-duplicates")
+    ]
+    problems += [
+        Problem("oom events", f"event {eid} loaded by run {run_id}, which is not in runs")
+        for eid, run_id in rows(con, "oom-orphan-runs")
+    ]
+    return problems
+
+
 CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], ...] = (
     ("modules complete", _row_counts),
     ("total bytes", _totals),
@@ -220,4 +252,5 @@ CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], 
     ("derived values", _derived),
     ("orphans", _orphans),
     ("module ids", _module_ids),
+    ("oom events", _oom_events),
 )

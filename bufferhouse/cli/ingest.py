@@ -71,6 +71,11 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
     -buffer-assignment.txt files, or .gz copies of them. Modules already in the
     warehouse are skipped, so re-running on the same tree adds nothing.
 
+    Logs (.log, .txt, .out, .err, plain or .gz) are scanned for out-of-memory
+    messages (RESOURCE_EXHAUSTED): each loads as an OOM event with its listed
+    buffers (tables oom_events, oom_buffers; queries oom-*). An event already
+    in the warehouse is not added twice.
+
     With --to-parquet OUT_DIR the same tables go to a Parquet dataset instead
     (see `bufferhouse attach`); each process writes its own uniquely named
     part files, so shards of a fleet can be parsed on many machines at once.
@@ -87,10 +92,11 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
         else:
             report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
     summarize(report, labels)
-    if not report.outcomes:
+    if not report.outcomes and not report.events_present:
         # A wrong directory, most likely: say so, and let a script notice.
         click.echo(
-            f"bufferhouse: error: no XLA dump files found under {', '.join(map(str, paths))} "
+            "bufferhouse: error: no XLA dump files or OOM messages found under "
+            f"{', '.join(map(str, paths))} "
             "(directories are searched recursively)",
             err=True,
         )
@@ -174,9 +180,14 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
     present = f"{len(report.present)} already present"
     if labels and report.present:  # present modules are labelled too: say so
         present += f" (labelled {', '.join(labels)})"
+    events = ""
+    if report.events_loaded or report.events_present:
+        events = (
+            f"; OOM events: {report.events_loaded} loaded, {report.events_present} already present"
+        )
     click.echo(
         f"{len(report.loaded)} loaded, {present}, "
-        f"{len(report.failed)} failed"
+        f"{len(report.failed)} failed{events}"
         + (
             f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
             if report.skipped

@@ -25,7 +25,7 @@ from bufferhouse.load.schedule import largest_first, parser_processes
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files
-from bufferhouse.parse.discover import ModuleFiles, discover
+from bufferhouse.parse.discover import LogFile, ModuleFiles, discover, discover_logs
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 from bufferhouse.version import __version__
 
@@ -103,7 +103,7 @@ def ingest_paths(
     paths = [os.fspath(p) for p in paths]
     label_pairs = parse_labels(labels)
     path = database_path(db)
-    groups = discover(paths)
+    groups: list[ModuleFiles | LogFile] = [*discover(paths), *discover_logs(paths)]
     con = open_connection(path, read_only=False, wait=wait)
     try:
         ensure_schema(con, path)
@@ -169,9 +169,14 @@ def run_batches(
     writing: tuple[Future[int], list[ModuleOutcome]] | None = None
 
     def report_outcome(outcome: ModuleOutcome) -> None:
-        report.outcomes.append(outcome)
+        if outcome.status == "quiet":  # a log with nothing new: quietly, but counted
+            report.logs_skipped += 1
+            report.skipped_bytes += outcome.bytes_read
+            report.events_skipped += outcome.events_present
+        else:
+            report.outcomes.append(outcome)
         if progress is not None:
-            progress(outcome, len(report.outcomes), len(groups))
+            progress(outcome, len(report.outcomes) + report.logs_skipped, len(groups))
 
     def settle() -> None:
         """Wait for the batch being written (its error is raised here); report its modules."""
@@ -195,7 +200,7 @@ def run_batches(
         try:
             for files, result in results:
                 outcome = _stage(writer, files, result)
-                if outcome.status == "loaded":
+                if outcome.status in ("loaded", "events"):
                     waiting.append(outcome)
                 else:
                     report_outcome(outcome)
@@ -203,7 +208,7 @@ def run_batches(
                     flush(thread)
                 if strict and outcome.status == "failed":
                     written = len(writing[1]) if writing is not None else 0
-                    seen = len(report.outcomes) + written + len(waiting)
+                    seen = len(report.outcomes) + report.logs_skipped + written + len(waiting)
                     report.stopped_early = seen < len(groups)
                     break
             flush(thread)
@@ -217,10 +222,27 @@ def run_batches(
                     writing[0].result()
 
 
-def _stage(writer: ModuleBuffer, files: ModuleFiles, result: ParseResult) -> ModuleOutcome:
-    """Queue a parsed module for the next batch (or record why it is not loaded)."""
+def _stage(
+    writer: ModuleBuffer, files: ModuleFiles | LogFile, result: ParseResult
+) -> ModuleOutcome:
+    """Queue a parsed module (or a log's OOM events) for the next batch, or record why
+    it is not loaded."""
     if result.status == "skipped":
         return ModuleOutcome(files, "skipped", error=result.error, bytes_read=result.bytes_read)
+    if result.status == "quiet":  # a log without OOM messages: quietly nothing
+        return ModuleOutcome(files, "quiet", bytes_read=result.bytes_read)
+    if result.status == "events":
+        assert result.events is not None
+        added, present = writer.add_events(result.events)
+        warnings = [w for ordinal in added for w in result.events.problems[ordinal]]
+        return ModuleOutcome(
+            files,
+            "events" if added else "quiet",
+            warnings=[*result.events.file_problems, *warnings] if added else [],
+            bytes_read=result.bytes_read,
+            events_loaded=len(added),
+            events_present=present,
+        )
     if result.status == "failed":
         assert result.error is not None
         writer.add_failure(result.error)

@@ -5,19 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
-from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.discover import LogFile, ModuleFiles
 
 
 @dataclass
 class ModuleOutcome:
-    """What happened to one module of the batch."""
+    """What happened to one module of the batch (or to one log scanned for OOM events)."""
 
-    files: ModuleFiles
-    status: str  # loaded | present | failed | skipped (e.g. an HloProto without buffer assignment)
+    files: ModuleFiles | LogFile
+    #: loaded | present | failed | skipped (e.g. an HloProto without buffer assignment);
+    #: for a log: events | quiet (nothing new: no message, or only events held) | failed
+    status: str
     module_id: int | None = None
     error: DumpError | None = None
     warnings: list[DumpError] = field(default_factory=list)
     bytes_read: int = 0
+    #: A log's OOM events: added by this run, and already held (only labelled).
+    events_loaded: int = 0
+    events_present: int = 0
 
 
 @dataclass
@@ -27,6 +32,11 @@ class IngestReport:
     outcomes: list[ModuleOutcome] = field(default_factory=list)
     seconds: float = 0.0
     stopped_early: bool = False
+    #: Logs scanned that held no OOM message (or only events already held): skipped
+    #: quietly, so not among the outcomes; their bytes count in bytes_read.
+    logs_skipped: int = 0
+    skipped_bytes: int = 0
+    events_skipped: int = 0  # events already held, of logs that added none
 
     def _with(self, status: str) -> list[ModuleOutcome]:
         return [o for o in self.outcomes if o.status == status]
@@ -50,7 +60,17 @@ class IngestReport:
 
     @property
     def bytes_read(self) -> int:
-        return sum(o.bytes_read for o in self.outcomes)
+        return sum(o.bytes_read for o in self.outcomes) + self.skipped_bytes
+
+    @property
+    def events_loaded(self) -> int:
+        """OOM events this run added."""
+        return sum(o.events_loaded for o in self.outcomes)
+
+    @property
+    def events_present(self) -> int:
+        """OOM events found again that the warehouse already held."""
+        return sum(o.events_present for o in self.outcomes) + self.events_skipped
 
     @property
     def ok(self) -> bool:

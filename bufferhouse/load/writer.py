@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.discover import text_path
+from bufferhouse.parse.oom import LogEvents
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema, quote_identifier
 from bufferhouse.schema.derive import derive
 from bufferhouse.schema.ids import ModuleIds
@@ -114,7 +115,11 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table
 
 
 def _diagnostic_rows(
-    run_id: int, module_id: int | None, problems: list[DumpError], severity: str
+    run_id: int,
+    module_id: int | None,
+    problems: list[DumpError],
+    severity: str,
+    event_id: int | None = None,
 ) -> list[dict]:
     return [
         {
@@ -124,6 +129,7 @@ def _diagnostic_rows(
             "line": e.line,
             "severity": severity,
             "message": e.message,
+            "event_id": event_id,
         }
         for e in problems
     ]
@@ -145,11 +151,31 @@ class Batch:
     diagnostics: list[dict] = field(default_factory=list)
     #: Modules already held that this run labels.
     present_labels: list[int] = field(default_factory=list)
+    #: OOM events (oom_events, oom_buffers rows with their event ids), one part per log.
+    events: list[pa.Table] = field(default_factory=list)
+    event_buffers: list[pa.Table] = field(default_factory=list)
+    #: OOM events already held that this run labels.
+    present_event_labels: list[int] = field(default_factory=list)
     rows: int = 0
 
     @property
     def empty(self) -> bool:
-        return not (self.modules or self.diagnostics or self.present_labels)
+        return not (
+            self.modules
+            or self.diagnostics
+            or self.present_labels
+            or self.events
+            or self.present_event_labels
+        )
+
+    def event_tables(self) -> dict[str, pa.Table]:
+        """The batch's OOM rows by table (oom_events, oom_buffers); the batch lets go."""
+        out = {}
+        for name, parts in (("oom_events", self.events), ("oom_buffers", self.event_buffers)):
+            if parts:
+                out[name] = pa.concat_tables(parts)
+        self.events, self.event_buffers = [], []
+        return out
 
     def pop_table(self, name: str) -> pa.Table:
         """A table's rows of every module in the batch, module_id in front, as one table;
@@ -182,6 +208,7 @@ class ModuleBuffer:
         max_modules: int = 256,
         max_rows: int = 2_000_000,
         held: Mapping[str, int] | None = None,
+        held_events: Mapping[str, int] | None = None,
     ) -> None:
         self.run_id = run_id
         self.labels = labels
@@ -190,7 +217,65 @@ class ModuleBuffer:
         #: content_hash -> module_id of every module the sink holds, this run's included.
         self.module_ids: dict[str, int] = dict(held or {})
         self.ids = ModuleIds(after=max(self.module_ids.values(), default=None))
+        #: event_hash -> event_id of every OOM event the sink holds, this run's included.
+        self.event_ids: dict[str, int] = dict(held_events or {})
+        self.event_id_source = ModuleIds(after=max(self.event_ids.values(), default=None))
         self.batch = Batch()
+
+    def add_events(self, log: LogEvents) -> tuple[list[int], int]:
+        """Buffer a log's OOM events that the sink does not hold yet, each with all its
+        rows and diagnostics; label those it holds. Returns (ordinals of the events
+        added, how many it already held).
+
+        Events are identified by event_hash, so a log read again adds nothing and a
+        log that grew adds only its new events.
+        """
+        batch = self.batch
+        hashes = log.hashes
+        keep, ids, present = [], [], 0
+        for ordinal, event_hash in enumerate(hashes):
+            held = self.event_ids.get(event_hash)
+            if held is not None:
+                present += 1
+                if self.labels:
+                    batch.present_event_labels.append(held)
+                continue
+            event_id = self.event_id_source.next()
+            self.event_ids[event_hash] = event_id
+            keep.append(ordinal)
+            ids.append(event_id)
+            batch.diagnostics += _diagnostic_rows(
+                self.run_id, None, log.problems[ordinal], "warning", event_id
+            )
+        if keep:
+            batch.diagnostics += _diagnostic_rows(self.run_id, None, log.file_problems, "warning")
+            id_of = np.full(len(hashes), -1, dtype=np.int64)
+            id_of[keep] = ids
+            events = log.events.take(pa.array(keep))
+            events = events.set_column(0, "event_id", pa.array(ids, pa.int64()))
+            events = events.set_column(
+                events.schema.get_field_index("run_id"),
+                "run_id",
+                pa.repeat(pa.scalar(self.run_id, pa.int64()), len(keep)),
+            )
+            ordinals = log.buffers.column("event_id").to_numpy()
+            buffers = log.buffers.filter(pa.array(id_of[ordinals] >= 0))
+            buffers = buffers.set_column(
+                0, "event_id", pa.array(id_of[buffers.column("event_id").to_numpy()], pa.int64())
+            )
+            batch.events.append(events.cast(arrow_schema(TABLES_BY_NAME["oom_events"])))
+            batch.event_buffers.append(buffers.cast(arrow_schema(TABLES_BY_NAME["oom_buffers"])))
+            batch.rows += events.num_rows + buffers.num_rows
+        return keep, present
+
+    def new_event_label_rows(self, batch: Batch) -> list[dict]:
+        """oom_labels rows of the new events in `batch`."""
+        return [
+            {"event_id": event_id, "key": k, "value": v}
+            for part in batch.events
+            for event_id in part.column("event_id").to_pylist()
+            for k, v in self.labels
+        ]
 
     def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> int:
         """Buffer a parsed module under a newly assigned module_id, which it returns.
@@ -272,7 +357,8 @@ class ModuleWriter(ModuleBuffer):
         run_row: dict | None = None,
     ) -> None:
         held = dict(con.execute("SELECT content_hash, module_id FROM modules").fetchall())
-        super().__init__(run_id, labels, max_modules, max_rows, held)
+        events = dict(con.execute("SELECT event_hash, event_id FROM oom_events").fetchall())
+        super().__init__(run_id, labels, max_modules, max_rows, held, events)
         self.con = con
         # DuckDB buffers 5 row groups of a bulk insert per table before it compresses and
         # writes them: for a module's instruction texts, ~150 MB more memory than 1 needs.
@@ -290,6 +376,7 @@ class ModuleWriter(ModuleBuffer):
             batch.modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
         )
         label_rows = self.new_label_rows(batch)
+        event_label_rows = self.new_event_label_rows(batch)
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
@@ -317,6 +404,20 @@ class ModuleWriter(ModuleBuffer):
                 )
             if batch.present_labels:
                 _insert_missing_labels(con, batch.present_labels, self.labels)
+            for name, data in batch.event_tables().items():
+                insert_arrow(con, name, data)
+            if event_label_rows:
+                insert_arrow(
+                    con,
+                    "oom_labels",
+                    pa.Table.from_pylist(
+                        event_label_rows, schema=arrow_schema(TABLES_BY_NAME["oom_labels"])
+                    ),
+                )
+            if batch.present_event_labels:
+                _insert_missing_labels(
+                    con, batch.present_event_labels, self.labels, "oom_labels", "event_id"
+                )
             if batch.diagnostics:
                 insert_arrow(
                     con,
@@ -330,8 +431,9 @@ class ModuleWriter(ModuleBuffer):
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
             raise WarehouseError(
-                f"could not write {len(batch.modules)} modules to the warehouse: {exc}. "
-                "Nothing of them was written; modules committed before are intact."
+                f"could not write {len(batch.modules)} modules and their batch's OOM events to"
+                f" the warehouse: {exc}. Nothing of them was written; modules and events"
+                " committed before are intact."
             ) from None
         written = len(batch.modules)
         self.run_row = None
@@ -339,17 +441,23 @@ class ModuleWriter(ModuleBuffer):
 
 
 def _insert_missing_labels(
-    con: duckdb.DuckDBPyConnection, module_ids: list[int], labels: list[tuple[str, str]]
+    con: duckdb.DuckDBPyConnection,
+    ids: list[int],
+    labels: list[tuple[str, str]],
+    table: str = "labels",
+    key: str = "module_id",
 ) -> None:
+    """Labels of modules (or, in oom_labels, events) already held, where they lack them."""
     rows = pa.Table.from_pylist(
-        [{"module_id": m, "key": k, "value": v} for m in set(module_ids) for k, v in labels],
-        schema=arrow_schema(TABLES_BY_NAME["labels"]),
+        [{key: m, "key": k, "value": v} for m in set(ids) for k, v in labels],
+        schema=arrow_schema(TABLES_BY_NAME[table]),
     )
+    name, column = quote_identifier(table), quote_identifier(key)
     con.register("_bh_new_labels", rows)
     try:
         con.execute(
-            "INSERT INTO labels SELECT DISTINCT n.* FROM _bh_new_labels AS n "
-            "WHERE NOT EXISTS (SELECT 1 FROM labels AS l WHERE l.module_id = n.module_id "
+            f"INSERT INTO {name} SELECT DISTINCT n.* FROM _bh_new_labels AS n "
+            f"WHERE NOT EXISTS (SELECT 1 FROM {name} AS l WHERE l.{column} = n.{column} "
             "AND l.key = n.key AND l.value = n.value)"
         )
     finally:

@@ -85,7 +85,7 @@ class ParseResult:
     tables: dict[str, pa.Table] | None = None
     warnings: list[DumpError] = field(default_factory=list)
     error: DumpError | None = None
-    #: A log's OOM events (status "events"; "skipped" when it holds none).
+    #: A log's OOM events (status "events"; "quiet" when it holds none).
     events: LogEvents | None = None
 
 
@@ -113,7 +113,7 @@ def parse_log(log: LogFile) -> ParseResult:
                     " or a RESOURCE_EXHAUSTED message",
                 ),
             )
-        return ParseResult("skipped", bytes_read=events.bytes_read)
+        return ParseResult("quiet", bytes_read=events.bytes_read)
     return ParseResult("events", bytes_read=events.bytes_read, events=events)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 @dataclass(frozen=True)
@@ -673,9 +673,240 @@ HEAP_EVENTS = Table(
     stored_order=("trace_index", "event_index"),
 )
 
+
+def _event_id() -> Column:
+    return _c("event_id", "BIGINT", "OOM event this row belongs to (oom_events.event_id).", False)
+
+
+OOM_EVENTS = Table(
+    "oom_events",
+    "One row per out-of-memory message (RESOURCE_EXHAUSTED) found in a log: where it is, its"
+    " form, the request and the totals it printed. Sizes are bytes; which of them XLA printed"
+    " exactly (not rounded from a unit) is in exact_figures.",
+    (
+        _c(
+            "event_id",
+            "BIGINT",
+            "Warehouse key of the event, growing with ingest order like modules.module_id;"
+            " local to a warehouse or dataset (event_hash identifies an event across them).",
+            False,
+        ),
+        _c(
+            "event_hash",
+            "VARCHAR",
+            "SHA-256 of the log's base name (without .gz), the event's byte offset and its raw"
+            " bytes: the event's identity (a log read again, moved, gzipped or grown adds no"
+            " event twice).",
+            False,
+        ),
+        _c("run_id", "BIGINT", "Ingest run that first loaded the event (runs.run_id)."),
+        _c("path", "VARCHAR", "Absolute path of the log file.", False),
+        _c("line", "INTEGER", "1-based line of the message's first line in the log.", False),
+        _c("end_line", "INTEGER", "1-based line of its last line.", False),
+        _c(
+            "byte_offset",
+            "BIGINT",
+            "Offset of the first line's first byte in the log (uncompressed).",
+            False,
+        ),
+        _c(
+            "family",
+            "VARCHAR",
+            "xla (BufferAssignment summary, GPU/CPU), tpu (TPU compiler/runtime) or runtime"
+            " (another RESOURCE_EXHAUSTED line about memory).",
+            False,
+        ),
+        _c(
+            "form",
+            "VARCHAR",
+            "buffer_assignment (`Peak buffers:`), tpu_compile (`Ran out of memory in memory space`),"
+            " tpu_runtime (`Attempting to reserve`, `HBM capacity`), allocation (one line:"
+            " `Allocation (size=N) would exceed memory (size=M)`) or other.",
+            False,
+        ),
+        _c(
+            "error_type",
+            "VARCHAR",
+            "Exception named before RESOURCE_EXHAUSTED, e.g. jaxlib.xla_extension.XlaRuntimeError.",
+        ),
+        _c(
+            "program_name",
+            "VARCHAR",
+            "Module or program named by the message (`Error loading program 'NAME'`,"
+            " `{{function_node NAME}}`), else jit_F from the buffers' op_name prefix jit(F)"
+            " (the most common one); NULL if none.",
+        ),
+        _c("memory_space", "VARCHAR", "Memory space named (hbm, vmem, ...); NULL if none."),
+        _c(
+            "requested_bytes",
+            "BIGINT",
+            "The allocation that failed: `trying to allocate N bytes`, `reserve X`,"
+            " `Allocation (size=N)`.",
+        ),
+        _c(
+            "capacity_bytes",
+            "BIGINT",
+            "Capacity of the memory space: `Used X of Y`, `HBM capacity Y`, `exceed memory (size=Y)`.",
+        ),
+        _c("used_bytes", "BIGINT", "TPU compile: `Used X of Y hbm`."),
+        _c("exceeded_bytes", "BIGINT", "TPU compile: `Exceeded hbm capacity by X`."),
+        _c("free_bytes", "BIGINT", "TPU run time: `There are X free`."),
+        _c("allocated_bytes", "BIGINT", "TPU run time: `Currently allocated X`."),
+        _c("parameter_bytes", "BIGINT", "XLA: `parameter allocation:`."),
+        _c("constant_bytes", "BIGINT", "XLA: `constant allocation:`."),
+        _c("maybe_live_out_bytes", "BIGINT", "XLA: `maybe_live_out allocation:`."),
+        _c("temp_bytes", "BIGINT", "XLA: `preallocated temp allocation:`."),
+        _c("temp_fragmentation_bytes", "BIGINT", "XLA: `preallocated temp fragmentation:`."),
+        _c("total_allocation_bytes", "BIGINT", "XLA: `total allocation:`."),
+        _c("total_fragmentation_bytes", "BIGINT", "XLA: `total fragmentation:`."),
+        _c(
+            "total_fragmentation_percent",
+            "DOUBLE",
+            "XLA: the percentage printed after `total fragmentation:`.",
+        ),
+        _c("total_usage_bytes", "BIGINT", "TPU: `Total hbm usage >= X`."),
+        _c("reserved_bytes", "BIGINT", "TPU: `reserved` under Total usage."),
+        _c("program_bytes", "BIGINT", "TPU: `program` under Total usage."),
+        _c(
+            "arguments_bytes",
+            "BIGINT",
+            "TPU: `arguments` under Total usage (or under Persistent allocations at run time).",
+        ),
+        _c(
+            "output_bytes",
+            "BIGINT",
+            "TPU: `Output size X` (or `output` under Persistent allocations at run time).",
+        ),
+        _c("output_shared_bytes", "BIGINT", "TPU: `shares X with arguments`."),
+        _c(
+            "program_requirement_bytes",
+            "BIGINT",
+            "TPU: `Program hbm requirement X` (or `Program requirement` at run time).",
+        ),
+        _c("global_bytes", "BIGINT", "TPU: `global` under Program requirement."),
+        _c("scoped_bytes", "BIGINT", "TPU: `scoped` under Program requirement."),
+        _c("hlo_temp_bytes", "BIGINT", "TPU: `HLO temp` under Program requirement."),
+        _c("hlo_temp_utilization", "DOUBLE", "TPU: HLO temp `N% utilization` (unpadded / padded)."),
+        _c("unpadded_bytes", "BIGINT", "TPU: HLO temp `Unpadded (X)`."),
+        _c("padded_bytes", "BIGINT", "TPU: HLO temp `Padded (X)`."),
+        _c("hlo_temp_fragmentation_bytes", "BIGINT", "TPU: HLO temp `N% fragmentation (X)`."),
+        _c(
+            "figures",
+            "MAP(VARCHAR, BIGINT)",
+            "Every size the message printed, by name: the columns above and the lines with no"
+            " column (`block/name`, e.g. hbm_capacity/top-of-memory_reserved).",
+        ),
+        _c(
+            "exact_figures",
+            "VARCHAR[]",
+            "Names in figures printed in exact bytes; the others were rounded from a unit.",
+        ),
+        _c("buffer_count", "INTEGER", "Buffers listed (rows in oom_buffers).", False),
+        _c(
+            "truncated",
+            "BOOLEAN",
+            "The message was cut short (a pasted excerpt, a log cut mid-entry): what was read is"
+            " kept, and a diagnostic says where it stops.",
+            False,
+        ),
+        _c(
+            "problem_count",
+            "INTEGER",
+            "Parts that could not be read (each a diagnostics row with this path and a line in"
+            " line..end_line).",
+            False,
+        ),
+        Column(
+            "text",
+            "VARCHAR",
+            "The message as read, per-line log prefixes removed (stored zstd-compressed).",
+            compression="zstd",
+        ),
+    ),
+    per_module=False,
+)
+
+OOM_BUFFERS = Table(
+    "oom_buffers",
+    "One row per buffer an OOM message lists (`Peak buffers:`, `Largest program allocations`,"
+    " the one-line form's allocation), in printed order.",
+    (
+        _event_id(),
+        _c("rank", "INTEGER", "Number printed before the buffer (`Buffer N:`, `N. Size:`).", False),
+        _c("line", "INTEGER", "1-based line of the buffer's first line in the log."),
+        _c("size_bytes", "BIGINT", "`Size:` in bytes; NULL if it did not parse."),
+        _c(
+            "size_exact",
+            "BOOLEAN",
+            "size_bytes is exact (printed in bytes); false: rounded from the printed unit.",
+        ),
+        _c("size_text", "VARCHAR", "`Size:` as printed."),
+        _c("unpadded_bytes", "BIGINT", "TPU: `Unpadded size:` (rounded)."),
+        _c(
+            "padding_bytes",
+            "BIGINT",
+            "TPU: `Extra memory due to padding` as printed, else size_bytes - unpadded_bytes.",
+        ),
+        _c(
+            "padding_expansion",
+            "DOUBLE",
+            "TPU: `(N.Nx expansion)` as printed, else size_bytes / unpadded_bytes.",
+        ),
+        _c("op_type", "VARCHAR", "`Operator:` op_type."),
+        _c("op_name", "VARCHAR", "`Operator:` op_name (framework name scope path)."),
+        _c("source_file", "VARCHAR", "`Operator:` source_file."),
+        _c("source_line", "INTEGER", "`Operator:` source_line."),
+        _c(
+            "xla_label",
+            "VARCHAR",
+            "`XLA Label:` as printed: the opcode (GPU/CPU) or the whole instruction (TPU).",
+        ),
+        _c("opcode", "VARCHAR", "HLO opcode, from the label."),
+        _c(
+            "instruction",
+            "VARCHAR",
+            "HLO instruction name, from a TPU label (`name = ...`) or the one-line form's tag.",
+        ),
+        _c("shape", "VARCHAR", "`Shape:` (or `Entry Parameter Subshape:`) as printed."),
+        _c("element_type", "VARCHAR", "Element type of the shape; NULL for tuples or unparsed."),
+        _c("dims", "BIGINT[]", "Dimensions of the shape."),
+        _c("tiles", "VARCHAR", "Layout tiling, e.g. (8,128); NULL when untiled."),
+        _c("minor_to_major", "INTEGER[]", "Layout minor-to-major order; NULL when not printed."),
+        _c("memory_space", "INTEGER", "Layout memory space S(n), 0 when absent."),
+        _c(
+            "logical_bytes",
+            "BIGINT",
+            "ShapeUtil::ByteSizeOf of the shape (unpadded, no tiling); NULL if unknown.",
+        ),
+        _c(
+            "allocation_type", "VARCHAR", "TPU: `Allocation type:` (HLO temp, scoped, global, ...)."
+        ),
+        _c(
+            "is_entry_parameter",
+            "BOOLEAN",
+            "Listed as `Entry Parameter Subshape:` (an argument of the program).",
+            False,
+        ),
+        _c("tag", "VARCHAR", "One-line form: the allocation's tag, e.g. output of add_fusion@{}."),
+    ),
+    per_module=False,
+)
+
+OOM_LABELS = Table(
+    "oom_labels",
+    "User labels of an OOM event (`--label key=value` at ingest), like labels for modules: an"
+    " event ingested again with new labels gains them.",
+    (
+        _event_id(),
+        _c("key", "VARCHAR", "Label key.", False),
+        _c("value", "VARCHAR", "Label value.", False),
+    ),
+    per_module=False,
+)
+
 DIAGNOSTICS = Table(
     "diagnostics",
-    "Warnings about loaded modules and errors of modules that failed to load.",
+    "Warnings about loaded modules and OOM events, and errors of modules that failed to load.",
     (
         _c("run_id", "BIGINT", "Ingest run that reported it.", False),
         _c("module_id", "BIGINT", "Module it concerns when it was loaded (warnings), else NULL."),
@@ -683,6 +914,12 @@ DIAGNOSTICS = Table(
         _c("line", "INTEGER", "1-based line in that file; 0 when about the whole file."),
         _c("severity", "VARCHAR", "error (module not loaded) or warning (loaded).", False),
         _c("message", "VARCHAR", "What was expected and what was found.", False),
+        _c(
+            "event_id",
+            "BIGINT",
+            "OOM event it concerns (oom_events.event_id): a part of the message that could not"
+            " be read, the event loaded with the rest; NULL for modules.",
+        ),
     ),
     per_module=False,
 )
@@ -735,6 +972,9 @@ DERIVED_TABLES: tuple[Table, ...] = (
     PADDED_VALUES,
 )
 
+#: Tables of OOM events from logs: keyed by event_id, written whole per event.
+OOM_TABLES: tuple[Table, ...] = (OOM_EVENTS, OOM_BUFFERS, OOM_LABELS)
+
 TABLES: tuple[Table, ...] = (
     SCHEMA_INFO,
     RUNS,
@@ -742,6 +982,7 @@ TABLES: tuple[Table, ...] = (
     LABELS,
     *MODULE_TABLES,
     *DERIVED_TABLES,
+    *OOM_TABLES,
     DIAGNOSTICS,
     MEMORY_SPACES,
 )

@@ -280,12 +280,23 @@ def _add_proto_columns(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE hlo_values ALTER COLUMN is_phi DROP NOT NULL")
 
 
+def _add_oom_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """5 -> 6: the OOM event tables (oom_events, oom_buffers, oom_labels), and
+    diagnostics.event_id for the problems of an event."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new tables
+        con.execute(statement)
+    con.execute("ALTER TABLE diagnostics ADD COLUMN IF NOT EXISTS event_id BIGINT")
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 _UPGRADES = {
     1: _renumber_modules,
     2: _add_derived_tables,
     3: _add_xla_peak_bytes,
     4: _add_proto_columns,
+    5: _add_oom_tables,
 }
 
 
