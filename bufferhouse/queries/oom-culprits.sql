@@ -1,6 +1,6 @@
 -- name: oom-culprits
 -- description: The ops and source lines that top the buffer lists of OOM messages across the fleet, by how many events list them and how many bytes.
--- param top INTEGER = 20: How many culprits; NULL for all.
+-- param top INTEGER >= 0 = 20: How many culprits; NULL for all.
 -- param label VARCHAR = NULL: Only events with this `key=value` label; NULL for all.
 -- column op_name: Framework op name of the buffer (`Operator:` op_name); NULL for buffers listed without one but with a source line.
 -- column source: source_file:source_line of the op, NULL if not printed.

@@ -1,7 +1,7 @@
 -- name: oom-vs-peak
 -- description: An OOM message's listed buffers beside the peak buffers of the same module, where its dump is in the warehouse too: matched by module name, then each buffer by op_name and shape.
 -- param event VARCHAR = NULL: Event id or 12-digit event_hash prefix; NULL for every event whose module is loaded.
--- param space INTEGER = 0: Memory space (color) of the dump's heap peak to match against.
+-- param space INTEGER >= 0 = 0: Memory space (color) of the dump's heap peak to match against.
 -- column event_id: Event (oom_events.event_id).
 -- column module_id: The module whose name the event's program_name is (the latest ingested of that name).
 -- column module_name: Its name.
