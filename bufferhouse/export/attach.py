@@ -132,9 +132,30 @@ def _table_view(table: Table) -> str:
         )
     elif table.name == "diagnostics":
         body = (
-            f"SELECT {cols} FROM {raw} AS r WHERE r.module_id IS NULL OR EXISTS "
+            f"SELECT {cols} FROM {raw} AS r WHERE (r.module_id IS NULL AND (r.event_id IS NULL"
+            " OR EXISTS (SELECT 1 FROM oom_events AS e WHERE e.event_id = r.event_id"
+            " AND e.run_id = r.run_id))) OR EXISTS "
             "(SELECT 1 FROM modules AS m WHERE m.module_id = r.module_id "
             "AND m.run_id = r.run_id)"
+        )
+    elif table.name == "oom_events":  # one copy per event_hash, as modules per content_hash
+        body = (
+            f"SELECT {cols} FROM {raw} AS r QUALIFY row_number() OVER "
+            "(PARTITION BY r.event_hash ORDER BY r.run_id, r.event_id) = 1"
+        )
+    elif table.name == "oom_buffers":
+        body = (
+            f"SELECT {cols} FROM {raw} AS r SEMI JOIN oom_events AS e "
+            f"ON e.event_id = r.event_id AND e.run_id = r.{PARTITION}"
+        )
+    elif table.name == "oom_labels":  # every copy's labels, on the kept copy
+        cols = ", ".join(
+            f"{'e' if c == 'event_id' else 'r'}.{quote_identifier(c)}" for c in table.column_names
+        )
+        body = (
+            f"SELECT DISTINCT {cols} FROM {raw} AS r "
+            f"JOIN {RAW_SCHEMA}.oom_events AS c ON c.event_id = r.event_id "
+            "JOIN oom_events AS e ON e.event_hash = c.event_hash"
         )
     elif table.per_module:
         body = (

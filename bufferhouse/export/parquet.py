@@ -53,7 +53,7 @@ from bufferhouse.load import (
     run_record,
 )
 from bufferhouse.load.writer import Batch, ModuleBuffer
-from bufferhouse.parse.discover import discover
+from bufferhouse.parse.discover import discover, discover_logs
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -106,6 +106,16 @@ def _chosen_modules_sql(labels: list[tuple[str, str]]) -> tuple[str, list]:
     return sql, [x for pair in labels for x in pair]
 
 
+def _chosen_events_sql(labels: int) -> str:
+    """SQL selecting (event_id, run_id) of the OOM events to export: those carrying every
+    label, `labels` (key, value) pairs bound like the modules' (_chosen_modules_sql)."""
+    sql = "SELECT event_id, run_id FROM oom_events"
+    condition = "event_id IN (SELECT event_id FROM oom_labels WHERE key = ? AND value = ?)"
+    if labels:
+        sql += " WHERE " + " AND ".join([condition] * labels)
+    return sql
+
+
 def _select_sql(table: Table, chosen: str, everything: bool) -> str:
     """Rows of `table` to export (partitioned ones with their run_id last).
 
@@ -118,16 +128,29 @@ def _select_sql(table: Table, chosen: str, everything: bool) -> str:
     if not is_partitioned(table):
         return f"SELECT {cols} FROM {name} AS t"
     every = "TRUE" if everything else "FALSE"
+    events = _chosen_events_sql(chosen.count("?") // 2)
     if table.name == "runs":
         return (
             f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
-            f"WHERE {every} OR t.run_id IN (SELECT run_id FROM ({chosen}))"
+            f"WHERE {every} OR t.run_id IN (SELECT run_id FROM ({chosen})) "
+            f"OR t.run_id IN (SELECT run_id FROM ({events}))"
         )
     if table.name == "diagnostics":
         return (
             f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
-            f"WHERE (t.module_id IS NULL AND {every}) "
-            f"OR t.module_id IN (SELECT module_id FROM ({chosen}))"
+            f"WHERE (t.module_id IS NULL AND t.event_id IS NULL AND {every}) "
+            f"OR t.module_id IN (SELECT module_id FROM ({chosen})) "
+            f"OR t.event_id IN (SELECT event_id FROM ({events}))"
+        )
+    if table.name == "oom_events":
+        return (
+            f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
+            f"WHERE t.event_id IN (SELECT event_id FROM ({events}))"
+        )
+    if table.name in ("oom_buffers", "oom_labels"):
+        return (
+            f"SELECT {cols}, c.run_id AS {PARTITION} FROM {name} AS t "
+            f"JOIN ({events}) AS c ON c.event_id = t.event_id"
         )
     return (
         f"SELECT {cols}, c.run_id AS {PARTITION} FROM {name} AS t "
@@ -174,7 +197,9 @@ def export_warehouse(
         ).fetchall()[0]
         for table in chosen_tables:
             sql = _select_sql(table, chosen, everything=not label_pairs)
-            params = list(chosen_params) if is_partitioned(table) else []
+            # the label pairs, once per selection (of modules, of events) the SQL holds
+            uses = sql.count("?") // len(chosen_params) if chosen_params else 0
+            params = list(chosen_params) * uses if is_partitioned(table) else []
             reader = _arrow_reader(con.sql(sql, params=params))
             rows = _write_table(staging, table, reader, token, rows_per_file)
             if rows == 0 and is_partitioned(table):
@@ -301,6 +326,8 @@ def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) 
 
 
 def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
+    if name in ("oom_events", "oom_buffers", "oom_labels"):
+        return _dedup_events(root, name, data)
     modules = read_table(root, "modules") if name != "modules" else data
     con = duckdb.connect()
     try:
@@ -320,8 +347,12 @@ def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
                 f"JOIN ({keep}) AS k ON k.content_hash = c.content_hash GROUP BY ALL"
             )
         elif name == "diagnostics":
+            events = read_table(root, "oom_events", dedup=True)
+            con.register("kept_events", events.select(["event_id", "run_id"]))
             sql = (
-                f"SELECT r.* FROM raw AS r WHERE r.module_id IS NULL OR EXISTS "
+                f"SELECT r.* FROM raw AS r WHERE (r.module_id IS NULL AND (r.event_id IS NULL "
+                "OR EXISTS (SELECT 1 FROM kept_events AS e WHERE e.event_id = r.event_id "
+                "AND e.run_id = r.run_id))) OR EXISTS "
                 f"(SELECT 1 FROM ({keep}) AS k WHERE k.module_id = r.module_id "
                 "AND k.run_id = r.run_id)"
             )
@@ -330,6 +361,47 @@ def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
         return con.sql(sql).to_arrow_table()
     finally:
         con.close()
+
+
+def _dedup_events(root: Path, name: str, data: pa.Table) -> pa.Table:
+    """OOM events as modules: per event_hash the copy of the lowest run_id (then
+    event_id), its buffers, and every copy's labels on it."""
+    events = read_table(root, "oom_events") if name != "oom_events" else data
+    con = duckdb.connect()
+    try:
+        con.register("raw_events", events)
+        con.register("raw", data)
+        keep = (
+            "SELECT event_id, run_id, event_hash FROM raw_events QUALIFY row_number() "
+            "OVER (PARTITION BY event_hash ORDER BY run_id, event_id) = 1"
+        )
+        if name == "oom_events":
+            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (event_id, run_id)"
+        elif name == "oom_labels":
+            sql = (
+                "SELECT k.event_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
+                "JOIN raw_events AS c USING (event_id) "
+                f"JOIN ({keep}) AS k ON k.event_hash = c.event_hash GROUP BY ALL"
+            )
+        else:
+            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (event_id, run_id)"
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.close()
+
+
+def known_event_ids(root: str | os.PathLike[str]) -> dict[str, int]:
+    """event_hash -> event_id of the OOM events already in a dataset (of one held twice,
+    its lowest id)."""
+    base = Path(os.fspath(root)) / "oom_events"
+    files = [str(p) for p in base.rglob("*.parquet")] if base.is_dir() else []
+    if not files:
+        return {}
+    held = pads.dataset(files, format="parquet").to_table(columns=["event_hash", "event_id"])
+    ids: dict[str, int] = {}
+    for event_hash, event_id in zip(*held.to_pydict().values()):
+        ids[event_hash] = min(event_id, ids.get(event_hash, event_id))
+    return ids
 
 
 def known_module_ids(root: str | os.PathLike[str]) -> dict[str, int]:
@@ -389,8 +461,9 @@ class PartWriter(ModuleBuffer):
         max_rows: int = 4_000_000,
         token: str | None = None,
         held: Mapping[str, int] | None = None,
+        held_events: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(run_id, labels, max_modules, max_rows, held)
+        super().__init__(run_id, labels, max_modules, max_rows, held, held_events)
         self.root = root
         self.token = token or part_token()
         self._parts = 0
@@ -436,8 +509,20 @@ class PartWriter(ModuleBuffer):
                     self._write(table_name, [rows], name)
         if label_rows:
             self._write("labels", [_rows("labels", label_rows)], name)
+        event_labels = self.new_event_label_rows(batch) + [
+            {"event_id": e, "key": k, "value": v}
+            for e in batch.present_event_labels
+            for k, v in self.labels
+        ]
+        events = batch.event_tables()
+        if "oom_buffers" in events:
+            self._write("oom_buffers", [events["oom_buffers"]], name)
+        if event_labels:
+            self._write("oom_labels", [_rows("oom_labels", event_labels)], name)
         if batch.diagnostics:
             self._write("diagnostics", [_rows("diagnostics", batch.diagnostics)], name)
+        if "oom_events" in events:  # an event, like a module, shows once its rows are in
+            self._write("oom_events", [events["oom_events"]], name)
         if batch.modules:  # last: the module becomes visible with all its rows in place
             self._write("modules", [_rows("modules", batch.modules)], name)
         written = len(batch.modules)
@@ -487,7 +572,7 @@ def ingest_to_parquet(
         raise ExportError(f"{root} exists and is not a directory")
     root.mkdir(parents=True, exist_ok=True)
     check_schema_version(root)
-    groups = discover(paths)
+    groups = [*discover(paths), *discover_logs(paths)]
     writer = PartWriter(
         root,
         reserve_run(root),
@@ -495,6 +580,7 @@ def ingest_to_parquet(
         max_modules=max_modules,
         max_rows=max_rows,
         held=known_module_ids(root),
+        held_events=known_event_ids(root),
     )
     writer.start(paths)
     report = ingest_into(

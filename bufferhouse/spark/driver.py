@@ -193,7 +193,8 @@ def ingest(
 
 def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str, DataFrame]:
     """The tables of a Parquet dataset as DataFrames, each module (content_hash) once:
-    the copy with the lowest run_id, then module_id; labels of every copy on it."""
+    the copy with the lowest run_id, then module_id; labels of every copy on it. OOM
+    events alike, by event_hash."""
     functions, window = pyspark_modules()
     root = os.fspath(root).rstrip("/")
     raw: dict[str, DataFrame] = {}
@@ -212,6 +213,15 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
         .drop("_bh_n")
     )
     keep = modules.select("module_id", "run_id")
+    # OOM events as modules: per event_hash the copy of the lowest run_id, then event_id
+    event_order = window.Window.partitionBy("event_hash").orderBy("run_id", "event_id")
+    events = (
+        raw["oom_events"]
+        .withColumn("_bh_n", functions.row_number().over(event_order))
+        .filter("_bh_n = 1")
+        .drop("_bh_n")
+    )
+    keep_events = events.select("event_id", "run_id")
     out: dict[str, DataFrame] = {}
     for table in TABLES:
         cols = table.column_names
@@ -228,8 +238,23 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
                 .distinct()
             )
         elif table.name == "diagnostics":
-            df = df.filter("module_id IS NULL").unionByName(
-                df.join(keep, ["module_id", "run_id"], "left_semi")
+            df = (
+                df.filter("module_id IS NULL AND event_id IS NULL")
+                .unionByName(df.join(keep, ["module_id", "run_id"], "left_semi"))
+                .unionByName(df.join(keep_events, ["event_id", "run_id"], "left_semi"))
+            )
+        elif table.name == "oom_events":
+            df = events
+        elif table.name == "oom_buffers":
+            df = df.join(keep_events, ["event_id", "run_id"], "left_semi")
+        elif table.name == "oom_labels":
+            copies = raw["oom_events"].select("event_id", "event_hash")
+            kept = events.select(functions.col("event_id").alias("_bh_kept"), "event_hash")
+            df = (
+                df.join(copies, "event_id")
+                .join(kept, "event_hash")
+                .select(functions.col("_bh_kept").alias("event_id"), *cols[1:])
+                .distinct()
             )
         elif table.per_module:
             df = df.join(keep, ["module_id", "run_id"], "left_semi")
