@@ -5,6 +5,7 @@ scanner's chunking, bad input, and the warehouse round trip (idempotency, labels
 from __future__ import annotations
 
 import gzip
+import html
 import shutil
 from pathlib import Path
 
@@ -688,3 +689,25 @@ def test_a_large_log_searched_by_several_processes_reads_the_same(tmp_path, monk
             (e.line, e.byte_offset, e.raw, e.buffers) for e in one.events
         ]
     assert len(one.events) == 9
+
+
+def test_the_report_has_an_oom_section_when_there_are_events(oom_db, tmp_path, samples_db):
+    pytest.importorskip("matplotlib")
+    from bufferhouse import visual
+
+    written = visual.write_report(tmp_path / "r.html", db=oom_db, rows=5)
+    data = written.data
+    events = bufferhouse.query("oom-events", db=oom_db).to_pylist()
+    assert data.oom_event_count == len(events) == 16
+    newest = sorted(events, key=lambda r: -r["event_id"])[:5]
+    assert [r["event_id"] for r in data.oom_events] == [r["event_id"] for r in newest]
+    culprits = bufferhouse.query("oom-culprits", db=oom_db, top=5).to_pylist()
+    assert data.oom_culprits == culprits
+    page = written.path.read_text()
+    assert '<section id="oom">' in page and 'href="#oom"' in page
+    assert 'data-table="oom-culprits"' in page
+    for r in culprits:
+        assert html.escape(r["op_name"], quote=True) in page
+    # without events, no section
+    plain = visual.write_report(tmp_path / "p.html", db=samples_db)
+    assert plain.data.oom_events == [] and '<section id="oom">' not in plain.path.read_text()

@@ -67,6 +67,11 @@ class ReportData:
     changes: list[dict] | None = None
     changes_note: str | None = None
     notes: list[str] = field(default_factory=list)
+    #: OOM events from logs (the oom-events query, at most `rows`) and how many there are.
+    oom_events: list[dict] = field(default_factory=list)
+    oom_event_count: int = 0
+    #: The oom-culprits query: ops and source lines that top the OOM buffer lists.
+    oom_culprits: list[dict] = field(default_factory=list)
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[dict]:
@@ -191,6 +196,12 @@ def gather(
         recompiles=_rows(con, "recompiles", label=label)[:rows],
         sections=module_sections,
     )
+    events = _rows(con, "oom-events", label=label)
+    if events:  # newest first: the ids grow with ingest order
+        events.sort(key=lambda r: (-r["event_id"], r["path"], r["line"]))
+        data.oom_event_count = len(events)
+        data.oom_events = events[:rows]
+        data.oom_culprits = _rows(con, "oom-culprits", top=rows, label=label)
     if baseline is not None:
         data.changes, data.changes_note = _changes(con, db, label, baseline)
     return data

@@ -103,6 +103,9 @@ def render(data: ReportData) -> str:
         parts += _changes_section(data, scope)
     nav.append(("overview", "Fleet overview"))
     parts += _overview_section(data)
+    if data.oom_events:
+        nav.append(("oom", "Out of memory"))
+        parts += _oom_section(data)
     for s in data.sections:
         nav.append(
             (_module_anchor(s.module), f"{s.module.module_name} \u00b7 {s.module.hash_prefix}")
@@ -280,6 +283,57 @@ def _overview_section(data: ReportData) -> list[str]:
                 ("peaks_differ", "peaks differ", "bool"),
             ],
             data.recompiles,
+        )
+    )
+    parts.append("</section>")
+    return parts
+
+
+def _oom_section(data: ReportData) -> list[str]:
+    shown = len(data.oom_events)
+    parts = ['<section id="oom"><h2>Out of memory</h2>']
+    parts.append(
+        f'<p class="note">{data.oom_event_count:,} RESOURCE_EXHAUSTED messages found in logs'
+        f"{'' if shown == data.oom_event_count else f', the {shown} loaded last shown'}"
+        " (<code>bufferhouse query oom-events</code>). Sizes as the messages printed them,"
+        " most rounded from their unit.</p>"
+    )
+    parts.append(
+        _table(
+            "oom-events",
+            [
+                ("path", "log", "code"),
+                ("line", "line", "int"),
+                ("form", "form", "text"),
+                ("program_name", "program", "code"),
+                ("memory_space", "space", "text"),
+                ("requested_bytes", "requested", "bytes"),
+                ("capacity_bytes", "capacity", "bytes"),
+                ("total_bytes", "needed", "bytes"),
+                ("buffer_count", "buffers", "int"),
+                ("largest_op_name", "largest buffer's op", "code"),
+                ("truncated", "cut short", "bool"),
+            ],
+            data.oom_events,
+        )
+    )
+    parts.append(
+        "<h3>Culprits</h3><p class=note>Ops and source lines that top the buffer lists of"
+        " the OOM messages, by how many events list them, then bytes.</p>"
+    )
+    parts.append(
+        _table(
+            "oom-culprits",
+            [
+                ("op_name", "op", "code"),
+                ("source", "source", "code"),
+                ("events", "events", "int"),
+                ("buffers", "buffers", "int"),
+                ("total_bytes", "bytes", "bytes"),
+                ("largest_bytes", "largest", "bytes"),
+                ("programs", "programs", "text"),
+            ],
+            data.oom_culprits,
         )
     )
     parts.append("</section>")
