@@ -654,21 +654,21 @@ def test_parquet_writers_add_an_event_once(tmp_path):
     assert len(rows) == 15 and {r["labels"] for r in rows} == {"a=1,b=2"}
 
 
-def test_a_version_4_warehouse_gains_the_oom_tables(tmp_path):
+def test_a_version_5_warehouse_gains_the_oom_tables(tmp_path):
     from bufferhouse.schema.warehouse import connect, schema_version
 
     db = tmp_path / "old.duckdb"
     bufferhouse.ingest([OOM / "one-line.txt"], db=db, jobs=1)
-    with duckdb.connect(str(db)) as con:  # what schema 4 had: no OOM tables, no event_id
+    with duckdb.connect(str(db)) as con:  # what schema 5 had: no OOM tables, no event_id
         for name in ("oom_events", "oom_buffers", "oom_labels"):
             con.execute(f"DROP TABLE {name}")
         con.execute("ALTER TABLE diagnostics DROP COLUMN event_id")
-        con.execute("UPDATE schema_info SET value = '4' WHERE key = 'schema_version'")
+        con.execute("UPDATE schema_info SET value = '5' WHERE key = 'schema_version'")
     report = bufferhouse.ingest([OOM / "one-line.txt"], db=db, jobs=1)
     assert report.events_loaded == 1
     con = connect(db)
     try:
-        assert schema_version(con) == 5
+        assert schema_version(con) == 6
         assert con.execute("SELECT count(*) FROM oom_events").fetchone()[0] == 1
     finally:
         con.close()
