@@ -216,6 +216,8 @@ def test_a_directory_without_dumps_says_so(tmp_path):
     result = run("ingest", empty, "--db", tmp_path / "w.duckdb", "-q")
     assert result.exit_code == 1
     assert f"no XLA dump files or OOM messages found under {empty}" in result.stderr
+    assert "loaded" not in result.stderr  # no summary of nothing
+    assert not (tmp_path / "w.duckdb").exists()  # and no empty warehouse left behind
 
 
 @pytest.mark.parametrize(

@@ -91,9 +91,8 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
             report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
         else:
             report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
-    summarize(report, labels)
     if not report.outcomes and not report.events_present:
-        # A wrong directory, most likely: say so, and let a script notice.
+        # A wrong directory, most likely: say so (no summary of nothing), let a script notice.
         click.echo(
             "bufferhouse: error: no XLA dump files or OOM messages found under "
             f"{', '.join(map(str, paths))} "
@@ -101,6 +100,7 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
             err=True,
         )
         sys.exit(DATA)
+    summarize(report, labels)
     sys.exit(0 if report.ok else 1)
 
 

@@ -104,6 +104,9 @@ def ingest_paths(
     label_pairs = parse_labels(labels)
     path = database_path(db)
     groups: list[ModuleFiles | LogFile] = [*discover(paths), *discover_logs(paths)]
+    if not groups and not os.path.exists(path):
+        # Nothing to read: no empty warehouse is left behind (the CLI says nothing was found).
+        return IngestReport(path, new_run_id(), seconds=time.monotonic() - started)
     con = open_connection(path, read_only=False, wait=wait)
     try:
         ensure_schema(con, path)
