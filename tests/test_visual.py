@@ -305,6 +305,22 @@ def test_an_ambiguous_name_picks_deterministically_and_says_so(fleet_db):
     assert by_hash.chosen == first.others[0] and by_hash.note() is None
 
 
+def test_an_ambiguous_name_draws_the_most_recently_ingested(tmp_path):
+    """README: a name compiled into several modules draws the most recently ingested
+    one. The older release is ingested last here, so ingest order, not the release
+    or the module number, decides."""
+    db = tmp_path / "w.duckdb"
+    for version in ("0.7.2", "0.10.2", "0.6.2"):
+        report = bufferhouse.ingest(
+            CORPUS / f"jax-{version}", db=db, labels={"jax": version}, jobs=1
+        )
+        assert report.ok
+    chosen = visual.timeline("jit_convnet_train", db=db)[0]
+    assert len(chosen.others) == 2
+    assert chosen.chosen.labels == "jax=0.6.2"
+    assert chosen.chosen.module_id > max(o.module_id for o in chosen.others)
+
+
 def test_errors_name_what_is_wrong(samples_db, tmp_path):
     with pytest.raises(UnknownModuleError, match="no module matches 'nope'"):
         visual.plot_timeline("nope", tmp_path / "t.png", db=samples_db)
