@@ -111,6 +111,17 @@ def test_runs_on_empty_warehouse(query, empty_db):
 
 @pytest.mark.parametrize("query", ALL, ids=IDS)
 def test_golden(query, samples_db, oom_db, update_golden):
+    """A change of any canned query's output shows up as a diff of tests/golden/.
+
+    A golden is the code's own output, so it guards against change, not error:
+    `pytest --update-golden` rewrites it, and the reviewer reads `git diff
+    tests/golden/` before committing, row by row, with the reason for every
+    changed figure in the commit message. Whether the figures are right is
+    checked elsewhere against numbers the code did not compute: XLA's printed
+    totals and peak lists (test_ingest_oracles), memory_analysis()
+    (test_xla_peak, test_proto), recomputations in SQL from the raw rows
+    (test_check, test_derived), and the numbers printed in the OOM fixtures
+    (test_oom)."""
     db = oom_db if query.name.startswith("oom-") else samples_db  # OOM events come from logs
     table = bufferhouse.query(query.name, db=db, **GOLDEN_PARAMS.get(query.name, {}))
     assert table.column_names == [c for c, _ in query.columns]
