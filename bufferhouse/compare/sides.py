@@ -95,6 +95,8 @@ def open_side(
                 f"{role} {spec!r}: {len(report.failed)} module(s) failed to ingest, "
                 f"so the diff would be incomplete; first: {why}"
             )
+        if not report.outcomes:  # nothing to read: the ingest wrote no warehouse
+            raise DiffError(f"{role} {spec!r}: no modules (no dump files found there)")
     try:
         con = connect(path, read_only=True)
     except BufferhouseError as exc:
