@@ -25,8 +25,9 @@ from tests.conftest import CORPUS
 
 pytest.importorskip("matplotlib", reason="the plot extra is not installed")
 
-from bufferhouse import visual
+from bufferhouse import queries, visual
 from bufferhouse.render import human_bytes
+from bufferhouse.schema.warehouse import ensure_schema, open_connection
 from bufferhouse.visual import plots, report
 from bufferhouse.visual.data import ModuleRef, Timeline, envelope
 
@@ -467,9 +468,10 @@ def test_report_label_scope_and_baseline(labelled_db):
 
 
 def test_report_of_an_empty_warehouse(tmp_path):
-    db = tmp_path / "empty.duckdb"
-    (tmp_path / "nothing").mkdir()
-    assert bufferhouse.ingest(tmp_path / "nothing", db=db).ok
+    db = tmp_path / "empty.duckdb"  # a warehouse with its schema and no module
+    with open_connection(db, read_only=False) as con:
+        ensure_schema(con, str(db))
+        queries.install_macros(con)
     written = visual.write_report(tmp_path / "e.html", db=db)
     assert written.data.module_count == 0 and written.data.sections == []
     assert "Nothing to show." in written.path.read_text()
