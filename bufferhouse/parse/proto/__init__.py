@@ -3,9 +3,11 @@
 The messages are declared in hlo.proto / xplane.proto beside this file (only the
 fields read, with XLA's field numbers; `python -m bufferhouse.parse.proto.regen`
 rebuilds the *_pb2 modules). decode.py turns one HloProto into the tables the
-text path fills plus the heap-simulator trace; xplane.py finds the HloProtos in
-a profile without reading its trace events; `merge_text_and_proto` makes one
-module of a text dump and the proto of the same compile.
+text path fills, with printing.py (shapes as XLA prints them), instructions.py
+(instructions and program order) and trace.py (heap_events, XLA's peak);
+fingerprint.py names the compile; xplane.py finds the HloProtos in a profile
+without reading its trace events; `merge_text_and_proto` makes one module of a
+text dump and the proto of the same compile.
 """
 
 from __future__ import annotations
@@ -19,13 +21,9 @@ import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError
 from bufferhouse.parse.model import ParsedModule
-from bufferhouse.parse.proto.decode import (
-    NoBufferAssignment,
-    assignment_fingerprint,
-    decode_hlo_proto,
-    parse_hlo_proto,
-    xla_peak,
-)
+from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
+from bufferhouse.parse.proto.fingerprint import assignment_fingerprint
+from bufferhouse.parse.proto.trace import xla_peak
 from bufferhouse.parse.reader import CHUNK, open_dump
 
 __all__ = [

@@ -1,0 +1,118 @@
+"""The instructions table (opcodes, operands, op_name and source locations from the
+metadata and the stack-frame index) and the program order, from the HloModuleProto."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from bufferhouse.errors import ParseError
+from bufferhouse.parse.proto import hlo_pb2
+from bufferhouse.parse.proto.tables import module_table
+
+__all__ = ["flatten_schedule", "instructions_table"]
+
+
+def instructions_table(ids, instr_by_id, iname, comp_name, module, shape_of) -> pa.Table:
+    """instructions rows from the HloInstructionProtos, a column at a time; source
+    locations from the metadata, else from the module's stack-frame index."""
+    frames = _frames(module.stack_frame_index)
+    ins = [instr_by_id[i] for i in ids]
+    md = [i.metadata for i in ins]
+    opcode = [i.opcode for i in ins]
+    frame_id = [m.stack_frame_id for m in md]
+    files = [m.source_file for m in md]
+    located = [
+        (f, m.source_line or None, None)
+        if f
+        else (frames.get(fid, (None, None, None)) if fid else (None, None, None))
+        for f, m, fid in zip(files, md, frame_id)
+    ]
+    source_file, source_line, source_function = (
+        (list(c) for c in zip(*located)) if located else ([], [], [])
+    )
+    cols = {
+        "instruction": [iname[i] for i in ids],
+        "opcode": opcode,
+        "shape": [shape_of(i) for i in ids],
+        "operands": [[iname.get(o) or f"<id {o}>" for o in i.operand_ids] for i in ins],
+        "parameter_number": [
+            i.parameter_number if op == "parameter" else None for i, op in zip(ins, opcode)
+        ],
+        "fusion_kind": [i.fusion_kind or None for i in ins],
+        "called_computations": [
+            [comp_name.get(c, f"<id {c}>") for c in i.called_computation_ids] for i in ins
+        ],
+        "custom_call_target": [i.custom_call_target or None for i in ins],
+        "op_name": [m.op_name or None for m in md],
+        "op_type": [m.op_type or None for m in md],
+        "source_file": source_file,
+        "source_line": source_line,
+        "source_function": source_function,
+        "stack_frame_id": [f or None for f in frame_id],
+        "text": None,
+    }
+    return module_table("instructions", cols)
+
+
+def _frames(index: hlo_pb2.StackFrameIndexProto) -> dict[int, tuple[str, int, str]]:
+    """1-based frame id -> (file, line, function) of the frame's own location."""
+    out = {}
+    files, functions, locations = index.file_names, index.function_names, index.file_locations
+    for fid, frame in enumerate(index.stack_frames, start=1):
+        loc_id = frame.file_location_id
+        if not 1 <= loc_id <= len(locations):
+            continue
+        loc = locations[loc_id - 1]
+        file = files[loc.file_name_id - 1] if 1 <= loc.file_name_id <= len(files) else None
+        func = (
+            functions[loc.function_name_id - 1]
+            if 1 <= loc.function_name_id <= len(functions)
+            else None
+        )
+        out[fid] = (file, loc.line, func)
+    return out
+
+
+#: Opcodes whose called computations HloLiveRange flattens into the program order.
+_FLATTEN_CALLS = {"call", "conditional", "async-start"}
+
+
+def flatten_schedule(module, entry, instr_by_id, where: str) -> list[str] | None:
+    """The module's program order as HloLiveRange flattens it (each called computation of a
+    call, conditional, async-start or while scheduled before its caller; a computation once);
+    None when the module has no schedule."""
+    seqs = module.schedule.sequences
+    if not seqs:
+        return None
+    comps = {c.id: c for c in module.computations}
+    order: list[str] = []
+    done: set[int] = set()
+
+    def flatten(cid: int) -> None:
+        if cid in done or cid not in seqs:
+            return
+        done.add(cid)
+        for iid in seqs[cid].instruction_ids:
+            ins = instr_by_id.get(iid)
+            if ins is None:
+                raise ParseError(
+                    where,
+                    0,
+                    f"hlo_module.schedule.sequences[{cid}]: instruction id {iid} is not in hlo_module",
+                )
+            if ins.opcode in _FLATTEN_CALLS:
+                for c in ins.called_computation_ids:
+                    flatten(c)
+            elif ins.opcode == "while":
+                calls = list(ins.called_computation_ids)
+                # condition first, then body, as HloLiveRange does
+                body, cond = ([*calls, None, None])[:2]
+                for c in (cond, body):
+                    if c is not None:
+                        flatten(c)
+            order.append(ins.name)
+
+    if entry.id not in comps:
+        return None
+    flatten(entry.id)
+    return order
