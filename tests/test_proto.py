@@ -609,17 +609,156 @@ def test_damaged_profiles_fail_with_a_located_error(tmp_path_factory, data) -> N
         assert exc.path == str(path) and exc.message
 
 
-def test_heap_timeline_leaves_proto_only_modules_to_heap_trace(proto_db: Path) -> None:
-    """heap-timeline sweeps live ranges, which a proto does not carry: no made-up rows."""
+def test_heap_timeline_and_peak_buffers_draw_the_trace(proto_db: Path) -> None:
+    """Every module with a trace (proto alone, profile, or text beside its proto: the
+    trace wins) is drawn from it: heap-timeline has one row per event, source 'trace',
+    its peak is trace_peak_bytes; peak-buffers lists the buffers held at that event
+    (replayed here from heap_events) and XLA's static buffers (the largest value of each
+    parameter, constant and output allocation), whose bytes add up to the peak."""
     con = duckdb.connect(str(proto_db), read_only=True)
-    proto_id, both_id = (
-        con.execute(
-            "SELECT module_id FROM modules WHERE module_name = 'jit_while_newton'"
-            " AND source_kind = ?",
-            [kind],
-        ).fetchone()[0]
-        for kind in ("proto", "text+proto")
-    )
+    modules = con.execute(
+        "SELECT module_id, source_kind, trace_peak_bytes FROM modules"
+        " WHERE trace_peak_bytes IS NOT NULL ORDER BY module_id"
+    ).fetchall()
+    assert {kind for _, kind, _ in modules} == {"proto", "text+proto", "xplane"}
+    facts = {}
+    for module_id, _, _ in modules:
+        events = con.execute(
+            "SELECT kind, value_id FROM heap_events WHERE module_id = ?"
+            " ORDER BY trace_index, event_index",
+            [module_id],
+        ).fetchall()
+        slices = dict(
+            (v, (o, s))
+            for v, o, s in con.execute(
+                "SELECT value_id, byte_offset, size FROM assignments WHERE module_id = ?",
+                [module_id],
+            ).fetchall()
+        )
+        static = con.execute(
+            "SELECT allocation_index, max(a.size) FROM assignments a"
+            " JOIN allocations l USING (module_id, allocation_index)"
+            " WHERE module_id = ? AND NOT l.is_thread_local"
+            " AND (l.is_parameter OR l.is_constant OR l.is_maybe_live_out)"
+            " GROUP BY allocation_index",
+            [module_id],
+        ).fetchall()
+        facts[module_id] = events, slices, dict(static)
     con.close()
-    assert bufferhouse.query("heap-timeline", db=proto_db, module=str(proto_id)).num_rows == 0
-    assert bufferhouse.query("heap-timeline", db=proto_db, module=str(both_id)).num_rows > 0
+    fleet: dict[int, list[dict]] = {}
+    for row in bufferhouse.query("peak-buffers", db=proto_db, top=100_000).to_pylist():
+        fleet.setdefault(row["module_id"], []).append(row)
+    for module_id, _, trace_peak in modules:
+        events, slices, static = facts[module_id]
+        key = str(module_id)
+        rows = bufferhouse.query("heap-timeline", db=proto_db, module=key).to_pylist()
+        assert {r["source"] for r in rows} == {"trace"}
+        assert [r["time"] for r in rows] == list(range(len(events)))
+        assert max(r["live_bytes"] for r in rows) == trace_peak
+        (peak,) = [r for r in rows if r["is_peak"]]
+        assert peak["live_bytes"] == trace_peak
+        assert peak["time"] == min(r["time"] for r in rows if r["live_bytes"] == trace_peak)
+        live: set[int] = set()
+        for kind, value in events[: peak["time"] + 1]:
+            (live.add if kind != "FREE" else live.discard)(value)
+        listed = bufferhouse.query("peak-buffers", db=proto_db, module=key, top=100_000).to_pylist()
+        assert {r["peak_source"] for r in listed} == {"trace"}
+        assert {r["peak_time"] for r in listed} == {peak["time"]}
+        temp = {r["value_id"] for r in listed if r["category"] == "temp"}
+        assert temp == live
+        held = {r["allocation_index"]: r["size"] for r in listed if r["category"] != "temp"}
+        assert held == static
+        assert sum(held.values()) + _union([slices[v] for v in live]) == trace_peak
+        assert sorted(map(repr, listed)) == sorted(map(repr, fleet[module_id]))
+
+
+def test_text_only_timeline_sweeps_live_ranges(split_db: Path) -> None:
+    """The same compiles read from text alone have no trace: heap-timeline and
+    peak-buffers use the live ranges and say so; the peak is heap_peak_bytes."""
+    con = duckdb.connect(str(split_db), read_only=True)
+    text = con.execute(
+        "SELECT m.module_id, h.heap_peak_bytes FROM modules m JOIN heap_peaks h"
+        " USING (module_id) WHERE m.source_kind = 'text' AND h.color = 0"
+    ).fetchall()
+    con.close()
+    assert len(text) == len(PROGRAMS)
+    for module_id, heap_peak in text:
+        rows = bufferhouse.query("heap-timeline", db=split_db, module=str(module_id)).to_pylist()
+        assert {r["source"] for r in rows} == {"live_ranges"}
+        assert max(r["live_bytes"] for r in rows) == heap_peak
+        listed = bufferhouse.query("peak-buffers", db=split_db, module=str(module_id))
+        assert set(listed["peak_source"].to_pylist()) == {"live_ranges"}
+
+
+def test_text_and_proto_draw_the_trace_like_the_proto_alone(proto_db: Path) -> None:
+    """A text dump beside its proto: the trace wins, so heap-timeline and peak-buffers
+    equal those of the same compile read from the proto alone (not the live-range sweep)."""
+    con = duckdb.connect(str(proto_db), read_only=True)
+    pairs = con.execute(
+        "SELECT b.module_id, p.module_id FROM modules b JOIN modules p"
+        " USING (assignment_fingerprint) WHERE b.source_kind = 'text+proto'"
+        " AND p.source_kind = 'proto'"
+    ).fetchall()
+    con.close()
+    assert len(pairs) >= len(PROGRAMS)
+    for both, alone in pairs:
+        for name in ("heap-timeline", "peak-buffers"):
+            a, b = (
+                bufferhouse.query(name, db=proto_db, module=str(m), top=1000)
+                if name == "peak-buffers"
+                else bufferhouse.query(name, db=proto_db, module=str(m))
+                for m in (both, alone)
+            )
+            keep = [c for c in a.column_names if c != "module_id"]
+            assert a.select(keep).to_pylist() == b.select(keep).to_pylist(), (name, both)
+
+
+def test_trace_queries_return_the_rows_of_the_trace_views(proto_db: Path) -> None:
+    """heap-trace, heap-timeline and peak-buffers read heap_events scoped to the module
+    (for speed); the heap_trace_steps and trace_peak_values views define the same rows
+    for every module at once. Both forms agree on every module with a trace."""
+    from bufferhouse import queries
+
+    con = duckdb.connect(str(proto_db), read_only=True)
+    queries.use_package_views(con)
+    ids = [r[0] for r in con.execute("SELECT DISTINCT module_id FROM heap_events").fetchall()]
+    steps = {
+        m: con.execute(
+            "SELECT step, trace_index, event_index, kind, instruction, value_id, size,"
+            " heap_bytes, static_bytes, live_bytes, is_trace_peak, is_peak"
+            " FROM heap_trace_steps WHERE module_id = ? AND color = 0 ORDER BY step",
+            [m],
+        ).fetchall()
+        for m in ids
+    }
+    peak_values = {
+        m: sorted(
+            con.execute(
+                "SELECT peak_time, value_id, allocation_index, category, size, logical_bytes,"
+                " live_at_peak FROM trace_peak_values WHERE module_id = ? AND color = 0",
+                [m],
+            ).fetchall()
+        )
+        for m in ids
+    }
+    con.close()
+    assert len(ids) >= 14
+    for m in ids:
+        key = str(m)
+        trace = bufferhouse.query("heap-trace", db=proto_db, module=key).to_pylist()
+        cols = ("trace_index", "event_index", "kind", "instruction", "value_id", "size")
+        cols += ("heap_bytes", "static_bytes", "live_bytes", "is_peak")
+        assert [_pick(r, cols) for r in trace] == [s[1:11] for s in steps[m]]
+        timeline = bufferhouse.query("heap-timeline", db=proto_db, module=key).to_pylist()
+        cols = ("time", "instruction", "indefinite_bytes", "temp_bytes", "live_bytes", "is_peak")
+        assert [_pick(r, cols) for r in timeline] == [
+            (s[0], s[4], s[8], s[7], s[9], s[11]) for s in steps[m]
+        ]
+        listed = bufferhouse.query("peak-buffers", db=proto_db, module=key, top=100_000)
+        cols = ("peak_time", "value_id", "allocation_index", "category", "size")
+        cols += ("logical_bytes", "live_at_peak")
+        assert sorted(_pick(r, cols) for r in listed.to_pylist()) == peak_values[m]
+
+
+def _pick(row: dict, columns: tuple[str, ...]) -> tuple:
+    return tuple(row[c] for c in columns)

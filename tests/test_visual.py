@@ -86,6 +86,7 @@ def test_timeline_series_equal_the_queries(modules, which):
     peak = bufferhouse.query("peak-buffers", db, module=key, top=5).to_pylist()
     assert tl.peak_buffers == peak
     assert choice.chosen.module_id == int(module["module_id"])
+    assert tl.source == "live_ranges" == query[0]["source"]  # text dumps carry no trace
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["sample", "corpus"])
@@ -106,10 +107,52 @@ def test_timeline_figure_draws_those_series(modules, which):
     assert bottom == tl.live_bytes
     (line,) = [a for a in ax.lines if a.get_gid() == "peak-line"]
     assert list(line.get_xdata()) == [tl.peak_time + 0.5] * 2
+    assert ("trace" in ax.get_xlabel()) == tl.from_trace
+    source = "heap-simulator trace" if tl.from_trace else "live ranges"
+    assert f"heap timeline from the {source}" in fig.texts[0].get_text()
     (listing,) = [t for t in fig.axes[1].texts if t.get_gid() == "peak-buffers"]
     for row in tl.peak_buffers:
         assert human_bytes(row["size"]) in listing.get_text()
         assert row["instruction"] in listing.get_text()
+
+
+@pytest.fixture(scope="module")
+def proto_modules(tmp_path_factory) -> tuple[Path, list[tuple[str, int]]]:
+    """One compile read from its proto alone and from text beside its proto (both have
+    a heap-simulator trace): (warehouse, [(module_id, trace_peak_bytes)])."""
+    proto = Path(__file__).parent / "data" / "proto"
+    db = tmp_path_factory.mktemp("visual-proto") / "proto.duckdb"
+    trees = [proto / "proto_only" / "while_newton", proto / "both" / "while_newton"]
+    assert bufferhouse.ingest(trees, db=db, jobs=1).ok
+    rows = bufferhouse.sql(
+        "SELECT module_id, trace_peak_bytes FROM modules ORDER BY source_kind", db
+    ).to_pylist()
+    assert len(rows) == 2 and all(r["trace_peak_bytes"] for r in rows)
+    return db, [(str(r["module_id"]), r["trace_peak_bytes"]) for r in rows]
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["proto", "text+proto"])
+def test_timeline_of_a_module_with_a_trace_draws_the_trace(proto_modules, which):
+    """The trace wins: one step per heap-simulator event, the layers (XLA's static
+    buffers by category, then the trace's bytes) add up to heap-timeline's live_bytes,
+    the peak is trace_peak_bytes, and the figure says where it comes from."""
+    db, keys = proto_modules
+    key, trace_peak = keys[which]
+    _, tl = visual.timeline(key, db=db, top=5)
+    query = bufferhouse.query("heap-timeline", db, module=key).to_pylist()
+    assert tl.source == "trace" and tl.from_trace
+    assert tl.steps == [r["time"] for r in query]
+    layers = tl.layers()
+    assert [sum(v[i] for v in layers.values()) for i in range(len(tl.steps))] == [
+        r["live_bytes"] for r in query
+    ]
+    assert sum(tl.indefinite.values()) == query[0]["indefinite_bytes"]
+    assert tl.peak_bytes == max(tl.live_bytes) == trace_peak
+    assert {r["peak_source"] for r in tl.peak_buffers} == {"trace"}
+    fig = plots.draw_timeline(tl)
+    assert "heap-simulator trace" in fig.axes[0].get_xlabel()
+    assert "heap timeline from the heap-simulator trace" in fig.texts[0].get_text()
+    assert f"event {tl.peak_time}" in fig.axes[1].texts[0].get_text()
 
 
 @pytest.mark.parametrize("fmt", ["png", "svg"])

@@ -31,7 +31,8 @@ such a CTE (or a semi-join on the modules already chosen) instead of being
 filtered after the joins. A CTE used twice is materialized, so large ones are
 used once. Queries that rank values pick their rows on integer columns first
 and join the text columns of those rows only. The views (value_facts,
-heap_peak_values) define the same rows; tests hold the queries to them.
+heap_peak_values, heap_trace_steps, trace_peak_values) define the same rows;
+tests hold the queries to them.
 
 The module selector. A `module` parameter selects the modules whose name,
 file stem, module_id or 12-digit content-hash prefix equals it: the rows the

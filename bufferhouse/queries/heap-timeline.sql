@@ -1,43 +1,85 @@
 -- name: heap-timeline
--- description: Live bytes of one module and memory space at every program-order step, split into indefinite and temp; its maximum is heap_peak_bytes.
+-- description: Live bytes of one module and memory space over time, split into indefinite and temp: from the heap-simulator trace when the module has one in the space (what XProf's memory viewer draws; its maximum is trace_peak_bytes), else from the live ranges at every program-order step (its maximum is heap_peak_bytes).
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
 -- param space INTEGER >= 0 = 0: Memory space (color).
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column color: Memory space.
--- column time: Program-order step, 0 .. schedule_length.
--- column instruction: Instruction scheduled at that step (NULL at the end step).
--- column indefinite_bytes: Parameter, output, constant and thread-local allocations of the space (constant over time).
--- column temp_bytes: Bytes of temp allocations in use: the union of the byte ranges of temp values (not tuple-shaped) live at the step.
+-- column time: live_ranges: program-order step, 0 .. schedule_length; trace: the event's position in the trace (heap_trace_steps.step), from 0.
+-- column instruction: Instruction scheduled at that step (NULL at the end step); trace: the instruction the simulator was processing.
+-- column indefinite_bytes: Bytes held throughout (constant over time). live_ranges: the parameter, output, constant and thread-local allocations of the space; trace: what XLA counts besides the trace (heap_trace_steps.static_bytes: the largest value of each parameter, constant and output allocation).
+-- column temp_bytes: Bytes of temp allocations in use. live_ranges: the union of the byte ranges of temp values (not tuple-shaped) live at the step; trace: the trace's bytes in use after the event (heap_events.heap_bytes).
 -- column live_bytes: indefinite_bytes + temp_bytes.
--- column is_peak: The step is the module's heap peak (first maximum).
--- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout; tuple-shaped temp values (pointer tables XLA never heap-simulates) do not count. Steps run to schedule_length, where read-only entry parameters end. Source: the live ranges of a text dump; a module read from a proto alone (no live ranges) has no rows here: the heap-trace query draws it from the heap-simulator trace.
+-- column is_peak: The step is the module's heap peak (first maximum; heap_peaks.peak_time for live_ranges).
+-- column source: Where the rows come from: 'trace' (heap_events) or 'live_ranges'.
+-- note: Live ranges are inclusive at both ends. Aliased values share a byte range and count once; a temp value without a live range counts as live throughout; tuple-shaped temp values (pointer tables XLA never heap-simulates) do not count. Steps run to schedule_length, where read-only entry parameters end.
+-- note: The trace wins: a module with heap_events in the space (a proto or profile, alone or beside its text dump) is drawn from them, one row per event (the rows of the heap_trace_steps view, as heap-trace reads them); only modules without one sweep live ranges. A module read from a proto alone with no trace in the space has no rows.
 -- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
-WITH chosen AS (
-  -- the module selector (see queries/__init__.py) and the module's heap peak
-  SELECT m.module_id, m.module_name, m.schedule_length, h.color,
-    h.indefinite_bytes, h.peak_time
+WITH selected AS (
+  -- the module selector (see queries/__init__.py)
+  SELECT m.module_id, m.module_name, m.schedule_length, m.sections,
+    m.trace_peak_bytes
   FROM modules AS m
-  JOIN heap_peaks AS h
-    ON h.module_id = m.module_id
   WHERE
-    h.color = $space
-    AND m.schedule_length IS NOT NULL
-    -- a module read from a proto alone has no live ranges: heap-trace draws it
-    AND (
-      NOT list_contains(m.sections, 'proto')
-      OR list_contains(m.sections, 'live_range')
-    )
     -- the name compared once more, outside the macro: the error for a missing
     -- module needs a comparison DuckDB cannot fold away
-    AND (
-      m.module_name = coalesce($module, error('heap-timeline needs a module'))
-      OR bh_is_module(
-        $module, m.module_name, m.file_stem, m.module_id, m.content_hash
-      )
+    m.module_name = coalesce($module, error('heap-timeline needs a module'))
+    OR bh_is_module(
+      $module, m.module_name, m.file_stem, m.module_id, m.content_hash
     )
 ),
--- large tables are read through semi-joins on chosen: see queries/__init__.py
+-- the trace wins: a module with one in the space is drawn from it
+traced AS (
+  SELECT DISTINCT module_id
+  FROM heap_events
+  WHERE
+    color = $space
+    AND module_id IN (SELECT module_id FROM selected)
+),
+chosen AS (
+  -- the modules drawn from their live ranges, and their heap peak
+  SELECT s.module_id, s.module_name, s.schedule_length, h.color,
+    h.indefinite_bytes, h.peak_time
+  FROM selected AS s
+  JOIN heap_peaks AS h
+    ON h.module_id = s.module_id
+  WHERE
+    h.color = $space
+    AND s.schedule_length IS NOT NULL
+    AND s.module_id NOT IN (SELECT module_id FROM traced)
+    -- a module read from a proto alone has no live ranges
+    AND (
+      NOT list_contains(s.sections, 'proto')
+      OR list_contains(s.sections, 'live_range')
+    )
+),
+-- large tables are read through semi-joins on chosen and traced: see
+-- queries/__init__.py. The trace's rows are the heap_trace_steps view's (the
+-- same numbering and peak), computed here on the module's events only
+trace_events AS (
+  SELECT
+    e.module_id,
+    e.color,
+    e.instruction,
+    e.heap_bytes,
+    row_number() OVER (
+      PARTITION BY e.module_id
+      ORDER BY e.trace_index, e.event_index
+    ) - 1 AS step,
+    max(e.heap_bytes) OVER (PARTITION BY e.module_id) AS space_peak
+  FROM heap_events AS e
+  WHERE
+    e.color = $space
+    AND e.module_id IN (SELECT module_id FROM traced)
+),
+trace_steps AS (
+  SELECT
+    t.*,
+    min(CASE WHEN t.heap_bytes = t.space_peak THEN t.step END) OVER (
+      PARTITION BY t.module_id
+    ) AS peak_step
+  FROM trace_events AS t
+),
 steps AS (
   SELECT c.module_id, s.range AS time
   FROM chosen AS c, range(0, c.schedule_length + 1) AS s(range)
@@ -124,7 +166,8 @@ SELECT
   c.indefinite_bytes,
   coalesce(t.temp_bytes, 0) AS temp_bytes,
   c.indefinite_bytes + coalesce(t.temp_bytes, 0) AS live_bytes,
-  coalesce(s.time = c.peak_time, false) AS is_peak
+  coalesce(s.time = c.peak_time, false) AS is_peak,
+  'live_ranges' AS source
 FROM steps AS s
 JOIN chosen AS c
   ON c.module_id = s.module_id
@@ -137,6 +180,22 @@ LEFT JOIN (
 ) AS q
   ON q.module_id = s.module_id AND q.time = s.time
 UNION ALL
+-- the trace, one row per event, as heap-trace reads it
+SELECT
+  t.module_id,
+  s.module_name,
+  t.color,
+  t.step,
+  t.instruction,
+  s.trace_peak_bytes - t.space_peak,
+  t.heap_bytes,
+  s.trace_peak_bytes - t.space_peak + t.heap_bytes,
+  t.step = t.peak_step,
+  'trace'
+FROM trace_steps AS t
+JOIN selected AS s
+  ON s.module_id = t.module_id
+UNION ALL
 -- a key that selects no module is an error (a typo), not an empty result: the
 -- tool checks before it runs a query; this says it in the duckdb shell too
 SELECT
@@ -144,6 +203,7 @@ SELECT
     'heap-timeline: no module matches ''' || $module
     || ''' (a module name, file stem, module_id or 12-digit hash prefix)'
   ),
+  NULL,
   NULL,
   NULL,
   NULL,

@@ -14,7 +14,7 @@
 -- column static_bytes: The bytes XLA holds throughout (modules.trace_peak_bytes minus the trace's own peak).
 -- column live_bytes: static_bytes + heap_bytes: the curve XProf's memory viewer draws.
 -- column is_peak: The event reaches the trace's peak (first maximum).
--- note: Text dumps have no trace (no rows): use heap-timeline, which sweeps live ranges instead. XLA's own peak is modules.trace_peak_bytes (= the maximum of live_bytes for a one-trace module).
+-- note: Text dumps have no trace (no rows): heap-timeline sweeps their live ranges instead, and draws this trace (one row per event) for a module that has one. The heap_trace_steps view defines the same rows for every module; this query reads heap_events scoped to the module (see queries/__init__.py). XLA's own peak is modules.trace_peak_bytes (= the maximum of live_bytes for a one-trace module).
 -- example: bufferhouse query heap-trace --param module=jit_train_step --format csv
 WITH chosen AS (
   SELECT m.module_id, m.module_name, m.trace_peak_bytes

@@ -172,6 +172,33 @@ def indefinite_by_category(
     return out
 
 
+def static_by_category(con: duckdb.DuckDBPyConnection, module_id: int) -> dict[str, int]:
+    """The bytes XLA holds besides a heap-simulator trace, by exclusive category: the
+    largest value of each parameter, constant and output allocation, thread-local ones
+    left out, every space (ComputePeakMemorySizes). They add up to heap-timeline's
+    indefinite_bytes for a module drawn from its trace (one trace per module)."""
+    out = dict.fromkeys(INDEFINITE_CATEGORIES, 0)
+    rows = con.execute(
+        """
+        SELECT category, CAST(sum(largest) AS BIGINT)
+        FROM (
+          SELECT al.category, max(a.size) AS largest
+          FROM assignments AS a
+          JOIN allocations AS al
+            ON al.module_id = a.module_id AND al.allocation_index = a.allocation_index
+          WHERE a.module_id = $id AND al.module_id = $id AND NOT al.is_thread_local
+            AND (al.is_parameter OR al.is_constant OR al.is_maybe_live_out)
+          GROUP BY al.category, al.allocation_index
+        )
+        GROUP BY category
+        """,
+        {"id": module_id},
+    ).fetchall()
+    for category, size in rows:
+        out[category] = size
+    return out
+
+
 @dataclass(frozen=True)
 class Envelope:
     """A long series reduced to what a screen can show: its steps cut into
@@ -234,7 +261,9 @@ def envelope(
 
 @dataclass
 class Timeline:
-    """Live bytes of one module and memory space over program order.
+    """Live bytes of one module and memory space over time: program-order steps
+    swept from live ranges, or the events of the heap-simulator trace (`source`,
+    heap-timeline's: 'live_ranges' or 'trace').
 
     Step t is drawn over [t, t+1). The layers are the series a chart stacks:
     each indefinite category is constant, temp varies; they add up to
@@ -252,6 +281,11 @@ class Timeline:
     peak_time: int | None
     peak_bytes: int | None
     peak_buffers: list[dict] = field(default_factory=list)
+    source: str = "live_ranges"
+
+    @property
+    def from_trace(self) -> bool:
+        return self.source == "trace"
 
     def layers(self) -> dict[str, list[int]]:
         """Category -> bytes at every step, bottom to top (zero categories left out)."""
@@ -277,12 +311,17 @@ def timeline(
     con: duckdb.DuckDBPyConnection, module: ModuleRef, space: int = 0, top: int = 5
 ) -> Timeline:
     """Gather the heap timeline of `module` in memory space `space`, with its
-    `top` largest peak buffers (queries heap-timeline and peak-buffers)."""
+    `top` largest peak buffers (queries heap-timeline and peak-buffers): from the
+    heap-simulator trace when the module has one in the space, else its live ranges."""
     key = str(module.module_id)
     rows = _rows(con, "heap-timeline", module=key, space=space)
     if not rows:
         raise PlotError(_no_timeline_reason(con, module, space))
-    indefinite = indefinite_by_category(con, [module.module_id], space)[module.module_id]
+    source = rows[0]["source"]
+    if source == "trace":
+        indefinite = static_by_category(con, module.module_id)
+    else:
+        indefinite = indefinite_by_category(con, [module.module_id], space)[module.module_id]
     peaks = [r for r in rows if r["is_peak"]]
     return Timeline(
         module=module,
@@ -296,24 +335,33 @@ def timeline(
         peak_time=peaks[0]["time"] if peaks else None,
         peak_bytes=peaks[0]["live_bytes"] if peaks else None,
         peak_buffers=_rows(con, "peak-buffers", module=key, space=space, top=top) if top else [],
+        source=source,
     )
 
 
 def _no_timeline_reason(con: duckdb.DuckDBPyConnection, module: ModuleRef, space: int) -> str:
-    schedule, spaces = con.execute(
+    schedule, sections, spaces = con.execute(
         """
-        SELECT m.schedule_length, list(DISTINCT a.color ORDER BY a.color)
+        SELECT m.schedule_length, m.sections, list(DISTINCT a.color ORDER BY a.color)
         FROM modules AS m
         LEFT JOIN allocations AS a
           ON a.module_id = m.module_id
         WHERE m.module_id = $id
-        GROUP BY m.schedule_length
+        GROUP BY m.schedule_length, m.sections
         """,
         {"id": module.module_id},
     ).fetchone()
     name = f"{module.module_name} ({module.hash_prefix})"
     if schedule is None:
-        return f"{name} has no live ranges (no HloLiveRange section), so no timeline"
+        return (
+            f"{name} has neither a heap-simulator trace in memory space {space} nor live"
+            " ranges (no HloLiveRange section), so no timeline"
+        )
+    if "proto" in sections and "live_range" not in sections:
+        return (
+            f"{name} was read from a proto without a heap-simulator trace in memory space"
+            f" {space}, and a proto carries no live ranges, so no timeline"
+        )
     shown = ", ".join(str(s) for s in spaces if s is not None) or "none"
     return f"{name} has no allocations in memory space {space}; its spaces: {shown}"
 

@@ -125,6 +125,7 @@ def _draw_timeline(tl: Timeline):
     fig.subplots_adjust(left=0.08, right=0.99, top=0.9, bottom=0.1)
 
     n = len(tl.steps)
+    unit = "event" if tl.from_trace else "step"
     # More steps than the axes have pixel columns cannot be told apart: a long
     # series is drawn as its envelope, one bucket per column.
     columns = round(ax.get_position().width * fig.get_figwidth() * fig.dpi * OVERSAMPLE)
@@ -137,7 +138,11 @@ def _draw_timeline(tl: Timeline):
     ax.set_xlim(edges[0], edges[-1])
     ax.set_ylim(0, ymax * 1.12 or 1)
     _byte_axis(ax.yaxis, ymax * 1.12)
-    ax.set_xlabel("program order (HloLiveRange step)")
+    ax.set_xlabel(
+        "heap-simulator trace (event; what XProf's memory viewer draws)"
+        if tl.from_trace
+        else "program order (HloLiveRange step)"
+    )
     ax.set_ylabel(f"live bytes, memory space {tl.space} ({tl.space_name})")
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
@@ -148,7 +153,7 @@ def _draw_timeline(tl: Timeline):
         ax.plot([x], [tl.peak_bytes], marker="v", color="#d62728", gid="peak-marker")
         where = tl.peak_instruction or "end"
         ax.annotate(
-            f"heap peak {human_bytes(tl.peak_bytes)}\nstep {tl.peak_time} ({where})",
+            f"heap peak {human_bytes(tl.peak_bytes)}\n{unit} {tl.peak_time} ({where})",
             xy=(x, tl.peak_bytes),
             xytext=(6, 6),
             textcoords="offset points",
@@ -157,15 +162,17 @@ def _draw_timeline(tl: Timeline):
             color="#d62728",
             fontsize=8,
         )
-    reduced = f" (min and max per pixel column of {n / columns:.0f} steps)" if n > columns else ""
+    reduced = f" (min and max per pixel column of {n / columns:.0f} {unit}s)" if n > columns else ""
+    source = "heap-simulator trace" if tl.from_trace else "live ranges"
     fig.suptitle(
-        f"{tl.module.module_name}  ·  {tl.module.hash_prefix}  ·  heap timeline, {n} steps{reduced}",
+        f"{tl.module.module_name}  ·  {tl.module.hash_prefix}  ·  heap timeline from the"
+        f" {source}, {n} {unit}s{reduced}",
         x=0.08,
         ha="left",
         fontsize=11,
     )
 
-    title = f"largest buffers at the peak (step {tl.peak_time})"
+    title = f"largest buffers at the peak ({unit} {tl.peak_time})"
     side.text(0.02, 1.0, title, va="top", fontsize=9, fontweight="bold", transform=side.transAxes)
     if tl.peak_buffers:
         lines = [f"{i}. {_buffer_label(r)}" for i, r in enumerate(tl.peak_buffers, 1)]

@@ -1,0 +1,67 @@
+-- name: heap_trace_steps
+-- description: Every heap-simulator event of each module and memory space, numbered in trace order, with the bytes XLA holds after it: the curve XProf's memory viewer draws.
+-- column module_id: Module (modules.module_id).
+-- column color: Memory space (color) of the trace.
+-- column step: Position of the event among the module's events in this space (trace order, then event order), from 0.
+-- column trace_index: Trace of the buffer assignment (heap_events.trace_index).
+-- column event_index: Order of the event in its trace.
+-- column kind: ALLOC, FREE or SHARE_WITH.
+-- column instruction: Instruction the simulator was processing.
+-- column value_id: Logical buffer of the event (hlo_values.value_id).
+-- column size: Bytes of that buffer.
+-- column heap_bytes: Bytes in use in the trace's heap after the event (shared buffers once).
+-- column static_bytes: The bytes XLA holds throughout: modules.trace_peak_bytes minus the space's highest heap_bytes.
+-- column live_bytes: static_bytes + heap_bytes.
+-- column is_trace_peak: The event is the first to reach its trace's highest heap_bytes.
+-- column is_peak: The event is the first (lowest step) to reach the space's highest heap_bytes: the module's peak in this space.
+-- note: The one reading of the trace: heap-trace, heap-timeline and the trace_peak_values view build on it. static_bytes is what XLA's ComputePeakMemorySizes counts besides the trace (the largest value of each parameter, constant and output allocation; thread-local ones left out), so the highest live_bytes is modules.trace_peak_bytes when the module has one trace.
+WITH numbered AS (
+  SELECT
+    e.module_id,
+    e.color,
+    e.trace_index,
+    e.event_index,
+    e.kind,
+    e.instruction,
+    e.value_id,
+    e.size,
+    e.heap_bytes,
+    row_number() OVER (
+      PARTITION BY e.module_id, e.color
+      ORDER BY e.trace_index, e.event_index
+    ) - 1 AS step,
+    max(e.heap_bytes) OVER (PARTITION BY e.module_id, e.color) AS space_peak,
+    max(e.heap_bytes) OVER (
+      PARTITION BY e.module_id, e.color, e.trace_index
+    ) AS trace_peak
+  FROM heap_events AS e
+),
+firsts AS (
+  SELECT
+    n.*,
+    min(CASE WHEN n.heap_bytes = n.trace_peak THEN n.step END) OVER (
+      PARTITION BY n.module_id, n.color, n.trace_index
+    ) AS trace_peak_step,
+    min(CASE WHEN n.heap_bytes = n.space_peak THEN n.step END) OVER (
+      PARTITION BY n.module_id, n.color
+    ) AS peak_step
+  FROM numbered AS n
+)
+SELECT
+  f.module_id,
+  f.color,
+  f.step,
+  f.trace_index,
+  f.event_index,
+  f.kind,
+  f.instruction,
+  f.value_id,
+  f.size,
+  f.heap_bytes,
+  m.trace_peak_bytes - f.space_peak AS static_bytes,
+  m.trace_peak_bytes - f.space_peak + f.heap_bytes AS live_bytes,
+  f.step = f.trace_peak_step AS is_trace_peak,
+  f.step = f.peak_step AS is_peak
+FROM firsts AS f
+JOIN modules AS m
+  ON m.module_id = f.module_id
