@@ -68,7 +68,7 @@ def test_results_come_in_completion_order(tree):
     assert sorted(order) == sorted(g.stem for g in groups)  # each module once
     # Handed out first, the large module is not the first back: the other worker
     # parsed the small modules while it was parsed.
-    assert order.index(groups[-1].stem) > 2, order
+    assert order.index(groups[-1].stem) > 0, order
 
 
 def _workers_of(pid: int) -> list[int]:

@@ -105,6 +105,10 @@ def parsed_tables(
     )
     out["diagnostics"] = _diagnostics(parsed, ok, run_id)
     out.update(_reference_tables(spark))
+    # Executors parse module groups, not logs: the OOM tables come out empty, with their columns.
+    for table in TABLES:
+        if table.name not in out:
+            out[table.name] = spark.createDataFrame([], spark_schema(table))
     return {t.name: out[t.name] for t in TABLES}
 
 
