@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 __all__ = [
+    "VALUE_SHAPE_COLUMNS",
     "Shape",
     "ShapeSyntaxError",
     "TextSyntaxError",
@@ -23,6 +24,7 @@ __all__ = [
     "parse_shape_at",
     "parse_shape_index",
     "subshape",
+    "value_facts",
 ]
 
 
@@ -341,3 +343,30 @@ def format_without_layout(shape: Shape) -> str:
         for d, dyn in zip(shape.dims, shape.dynamic, strict=True)
     )
     return f"{shape.element_type}[{dims}]"
+
+
+#: The hlo_values columns a value's shape gives, in the order `value_facts` returns them.
+VALUE_SHAPE_COLUMNS = (
+    "element_type",
+    "dims",
+    "is_dynamic",
+    "minor_to_major",
+    "tiles",
+    "memory_space",
+    "logical_bytes",
+    "is_tuple",
+)
+
+
+def value_facts(shape: Shape) -> tuple:
+    """A shape's hlo_values columns (VALUE_SHAPE_COLUMNS): one rule for text and proto."""
+    return (
+        shape.element_type,
+        list(shape.dims) if not shape.is_tuple else None,
+        any(shape.dynamic) if not shape.is_tuple else False,
+        list(shape.minor_to_major) if shape.minor_to_major is not None else None,
+        shape.tiles,
+        shape.memory_space,
+        byte_size(shape),
+        shape.is_tuple,
+    )

@@ -90,40 +90,19 @@ def index_text(index: Iterable[int]) -> str:
 
 def value_columns(shape_texts: list[str | None], where: str) -> dict[str, object]:
     """hlo_values' shape-derived columns, by the same parser the text path uses."""
-    per: dict[str, list] = {
-        k: []
-        for k in (
-            "element_type",
-            "dims",
-            "is_dynamic",
-            "minor_to_major",
-            "tiles",
-            "memory_space",
-            "logical_bytes",
-            "is_tuple",
-        )
-    }
+    per: dict[str, list] = {k: [] for k in shapes.VALUE_SHAPE_COLUMNS}
     cache: dict[str | None, tuple] = {}
     for text in shape_texts:
         row = cache.get(text)
         if row is None:
             if text is None:
-                row = (None,) * 8
+                row = (None,) * len(shapes.VALUE_SHAPE_COLUMNS)
             else:
                 try:
                     s = shapes.parse_shape(text)
                 except shapes.ShapeSyntaxError as exc:
                     raise ParseError(where, 0, f"shape not understood: {exc}", text) from None
-                row = (
-                    s.element_type,
-                    list(s.dims) if not s.is_tuple else None,
-                    any(s.dynamic) if not s.is_tuple else False,
-                    list(s.minor_to_major) if s.minor_to_major is not None else None,
-                    s.tiles,
-                    s.memory_space,
-                    shapes.byte_size(s),
-                    s.is_tuple,
-                )
+                row = shapes.value_facts(s)
             cache[text] = row
         for k, v in zip(per, row):
             per[k].append(v)

@@ -298,19 +298,7 @@ def value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
     encoded = pc.dictionary_encode(by_id["shape"].combine_chunks())
     distinct = encoded.dictionary.to_pylist()
     codes = encoded.indices
-    per_shape: dict[str, list] = {
-        k: []
-        for k in (
-            "element_type",
-            "dims",
-            "is_dynamic",
-            "minor_to_major",
-            "tiles",
-            "memory_space",
-            "logical_bytes",
-            "is_tuple",
-        )
-    }
+    per_shape: dict[str, list] = {k: [] for k in shapes.VALUE_SHAPE_COLUMNS}
     bad: dict[int, str] = {}
     for code, text in enumerate(distinct):
         try:
@@ -324,16 +312,8 @@ def value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
             for col in per_shape.values():
                 col.append(None)
             continue
-        per_shape["element_type"].append(shape.element_type)
-        per_shape["dims"].append(list(shape.dims) if not shape.is_tuple else None)
-        per_shape["is_dynamic"].append(any(shape.dynamic) if not shape.is_tuple else False)
-        per_shape["minor_to_major"].append(
-            list(shape.minor_to_major) if shape.minor_to_major is not None else None
-        )
-        per_shape["tiles"].append(shape.tiles)
-        per_shape["memory_space"].append(shape.memory_space)
-        per_shape["logical_bytes"].append(shapes.byte_size(shape))
-        per_shape["is_tuple"].append(shape.is_tuple)
+        for col, value in zip(per_shape.values(), shapes.value_facts(shape)):
+            col.append(value)
     if bad:
         mask = pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type))
         i = first_true(mask)
