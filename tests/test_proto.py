@@ -762,3 +762,16 @@ def test_trace_queries_return_the_rows_of_the_trace_views(proto_db: Path) -> Non
 
 def _pick(row: dict, columns: tuple[str, ...]) -> tuple:
     return tuple(row[c] for c in columns)
+
+
+def test_the_summary_counts_skipped_protos_with_the_modules(tmp_path: Path) -> None:
+    """The skipped count sits with the module counts, not after the OOM events'."""
+    from click.testing import CliRunner
+
+    from bufferhouse.cli import main
+
+    result = CliRunner().invoke(
+        main, ["ingest", str(PROTO / "proto_only"), "--db", str(tmp_path / "w.duckdb"), "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "0 failed, 1 skipped (HloProtos without buffer assignment); " in result.stderr

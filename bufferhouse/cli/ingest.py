@@ -185,15 +185,15 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
         events = (
             f"; OOM events: {report.events_loaded} loaded, {report.events_present} already present"
         )
+    skipped = (
+        f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
+        if report.skipped
+        else ""
+    )
     click.echo(
         f"{len(report.loaded)} loaded, {present}, "
-        f"{len(report.failed)} failed{events}"
-        + (
-            f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
-            if report.skipped
-            else ""
-        )
-        + f"; {human_bytes(report.bytes_read)} read in "
+        f"{len(report.failed)} failed{skipped}{events}"
+        f"; {human_bytes(report.bytes_read)} read in "
         f"{report.seconds:.1f}s ({rate:.1f} MB/s) -> {report.db}",
         err=True,
     )
