@@ -88,41 +88,60 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
     return module_table("heap_events", cols), n_events
 
 
+class _Heap:
+    """XLA's reference-counted heap: a buffer's bytes count while any holder has it,
+    and SHARE_WITH makes a buffer one more holder of its canonical root."""
+
+    def __init__(self, size: dict[int, int]) -> None:
+        self.size = size
+        self.ref: dict[int, int] = {}
+        self.under: dict[int, int] = {}
+        self.mem = 0
+
+    def root(self, b: int) -> int:
+        """The canonical buffer whose bytes `b` stands for."""
+        while b in self.under:
+            b = self.under[b]
+        return b
+
+    def _hold(self, b: int) -> None:
+        self.ref[b] = self.ref.get(b, 0) + 1
+        if self.ref[b] == 1:
+            self.mem += self.size.get(b, 0)
+
+    def apply(self, kind: int, b: int, share: int) -> int:
+        """One event (0 ALLOC, 1 FREE, 2 SHARE_WITH); returns the holders left of a
+        freed buffer's root (negative: freed more often than allocated), else 1."""
+        if kind == 0:
+            self._hold(b)
+        elif kind == 1:
+            root = self.root(b)
+            self.under.pop(b, None)
+            left = self.ref[root] = self.ref.get(root, 0) - 1
+            if left == 0:
+                self.mem -= self.size.get(root, 0)
+            return left
+        elif kind == 2:
+            root = self.root(share)
+            self.under[b] = root
+            self._hold(root)
+        return 1
+
+
 def _replay(kinds, ids, shares, size, where, t) -> list[int]:
     """Bytes in use after each event of one trace, counted as XLA counts them."""
-    ref: dict[int, int] = {}
-    under: dict[int, int] = {}
-    mem = 0
+    heap = _Heap(size)
     out = []
     for k, (kind, b, share) in enumerate(zip(kinds, ids, shares)):
-        if kind == 0:
-            ref[b] = ref.get(b, 0) + 1
-            if ref[b] == 1:
-                mem += size[b]
-        elif kind == 1:
-            root = b
-            while root in under:
-                root = under[root]
-            under.pop(b, None)
-            ref[root] = ref.get(root, 0) - 1
-            if ref[root] < 0:
-                raise ParseError(
-                    where,
-                    0,
-                    f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: "
-                    f"buffer {root} is freed more often than allocated",
-                )
-            if ref[root] == 0:
-                mem -= size[root]
-        elif kind == 2:
-            root = share
-            while root in under:
-                root = under[root]
-            under[b] = root
-            ref[root] = ref.get(root, 0) + 1
-            if ref[root] == 1:
-                mem += size.get(root, 0)
-        out.append(mem)
+        root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
+        if heap.apply(kind, b, share) < 0:
+            raise ParseError(
+                where,
+                0,
+                f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: "
+                f"buffer {root} is freed more often than allocated",
+            )
+        out.append(heap.mem)
     return out
 
 
@@ -143,9 +162,7 @@ def xla_peaks(ba) -> tuple[int, int]:
     client reports as `peak_memory_in_bytes`, its executable's BufferAssignmentProto
     carrying no traces.
     """
-    size = {lb.id: lb.size for lb in ba.logical_buffers}
-    ref: dict[int, int] = dict.fromkeys(size, 0)
-    mem = 0
+    heap = _Heap({lb.id: lb.size for lb in ba.logical_buffers})
     for alloc in ba.buffer_allocations:
         if alloc.is_thread_local or not (
             alloc.is_entry_computation_parameter or alloc.is_constant or alloc.maybe_live_out
@@ -153,36 +170,14 @@ def xla_peaks(ba) -> tuple[int, int]:
             continue
         best, best_size = None, 0
         for asg in alloc.assigned:
-            s = size.get(asg.logical_buffer_id)
+            s = heap.size.get(asg.logical_buffer_id)
             if s is not None and s > best_size:
                 best, best_size = asg.logical_buffer_id, s
         if best is not None:
-            ref[best] += 1
-            mem += best_size
-    static = peak = mem
-    under: dict[int, int] = {}
+            heap.apply(0, best, 0)
+    static = peak = heap.mem
     for trace in ba.heap_simulator_traces:
         for ev in trace.events:
-            b = ev.buffer_id
-            if ev.kind == 0:
-                ref[b] = ref.get(b, 0) + 1
-                if ref[b] == 1:
-                    mem += size.get(b, 0)
-            elif ev.kind == 1:
-                root = b
-                while root in under:
-                    root = under[root]
-                under.pop(b, None)
-                ref[root] = ref.get(root, 0) - 1
-                if ref[root] == 0:
-                    mem -= size.get(root, 0)
-            elif ev.kind == 2:
-                root = ev.share_with_canonical_id
-                while root in under:
-                    root = under[root]
-                under[b] = root
-                ref[root] = ref.get(root, 0) + 1
-                if ref[root] == 1:
-                    mem += size.get(root, 0)
-            peak = max(peak, mem)
+            heap.apply(ev.kind, ev.buffer_id, ev.share_with_canonical_id)
+            peak = max(peak, heap.mem)
     return static, peak
