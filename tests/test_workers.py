@@ -71,8 +71,8 @@ def test_results_come_in_completion_order(tree):
     assert order.index(groups[-1].stem) > 0, order
 
 
-def _workers_of(pid: int) -> list[int]:
-    """Grandchildren of `pid`: the pool's workers (children of the forkserver)."""
+def _children() -> dict[int, list[int]]:
+    """Every running process's children, from /proc."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -80,6 +80,12 @@ def _workers_of(pid: int) -> list[int]:
                 stat = Path(f"/proc/{entry}/stat").read_text()
                 ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
                 children.setdefault(ppid, []).append(int(entry))
+    return children
+
+
+def _workers_of(pid: int) -> list[int]:
+    """Grandchildren of `pid`: the pool's workers (children of the forkserver)."""
+    children = _children()
     return [w for child in children.get(pid, []) for w in children.get(child, [])]
 
 
@@ -149,13 +155,7 @@ def test_a_module_inside_a_log_counts_its_bytes(tmp_path):
 
 def _descendants(pid: int) -> list[int]:
     """Every process below `pid` (the fork server, the resource tracker, the workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
+    children = _children()
     out, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):
