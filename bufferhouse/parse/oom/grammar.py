@@ -324,6 +324,24 @@ def close_entry(ev: Event, buf: dict[str, object]) -> None:
     ev.buffers.append(buf)
 
 
+def close_cut_entry(ev: Event, buf: dict[str, object], line: int, noun: str) -> None:
+    """An entry the message ends inside: kept with what it has, the event marked cut."""
+    close_entry(ev, buf)
+    ev.truncated = True
+    ev.problems.append(Problem(line, f"{noun} {buf['rank']} is cut short (no ===== line)"))
+
+
+def join_wrapped(
+    ev: Event, buf: dict[str, object], last_field: tuple[str, str], s: str, line: int
+) -> tuple[str, str]:
+    """A field line a terminal wrapped: `s` joined to the field before it (noted as a
+    problem) and the field read again; returns the field as it now stands."""
+    key, value = last_field[0], last_field[1] + s
+    ev.problems.append(Problem(line, "line joined to the one before (wrapped by a terminal?)", s))
+    entry_field(ev, buf, key, value, line)
+    return key, value
+
+
 def line_text(src: Lines, k: int) -> str:
     t = src.get(k)
     return "" if t is None or t == "\x00foreign" else t

@@ -23,11 +23,13 @@ from bufferhouse.parse.oom.grammar import (
     Event,
     Lines,
     Problem,
+    close_cut_entry,
     close_entry,
     entry_field,
     entry_line,
     error_type,
     finish,
+    join_wrapped,
     line_text,
     slug,
     start_kind,
@@ -154,12 +156,7 @@ def parse_tpu(ev: Event, src: Lines, first: str, cut: bool) -> Event:
             # the label is the whole instruction text, which may hold newlines
             buf["xla_label"] = f"{buf.get('xla_label', '')}\n{t}"
         elif buf is not None and last_field is not None and wrapped(last_field[1], s):
-            key, value = last_field[0], last_field[1] + s
-            ev.problems.append(
-                Problem(n, "line joined to the one before (wrapped by a terminal?)", s)
-            )
-            entry_field(ev, buf, key, value, n)
-            last_field = (key, value)
+            last_field = join_wrapped(ev, buf, last_field, s, n)
         elif (
             (m := _CAPACITY.fullmatch(s)) and buf is None and m.group("space").lower() != "exceeded"
         ):
@@ -191,11 +188,7 @@ def parse_tpu(ev: Event, src: Lines, first: str, cut: bool) -> Event:
         last = i
         i += 1
     if buf is not None:
-        close_entry(ev, buf)
-        ev.truncated = True
-        ev.problems.append(
-            Problem(src.number(last), f"allocation {buf['rank']} is cut short (no ===== line)")
-        )
+        close_cut_entry(ev, buf, src.number(last), "allocation")
     elif listed and not ev.buffers:
         ev.truncated = True
         ev.problems.append(

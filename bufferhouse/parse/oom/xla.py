@@ -20,11 +20,13 @@ from bufferhouse.parse.oom.grammar import (
     Event,
     Lines,
     Problem,
+    close_cut_entry,
     close_entry,
     entry_field,
     entry_line,
     error_type,
     finish,
+    join_wrapped,
     line_text,
     slug,
     start_kind,
@@ -130,12 +132,7 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool) -> Event:
             close_entry(ev, buf)
             buf, last_field = None, None
         elif buf is not None and last_field is not None and wrapped(last_field[1], s):
-            key, value = last_field[0], last_field[1] + s
-            ev.problems.append(
-                Problem(n, "line joined to the one before (wrapped by a terminal?)", s)
-            )
-            entry_field(ev, buf, key, value, n)
-            last_field = (key, value)
+            last_field = join_wrapped(ev, buf, last_field, s, n)
         else:
             fits = entry_line if buf is not None else _xla_line
             j = src.resumes(i, fits)
@@ -157,11 +154,7 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool) -> Event:
         last = i
         i += 1
     if buf is not None:
-        close_entry(ev, buf)
-        ev.truncated = True
-        ev.problems.append(
-            Problem(src.number(last), f"buffer {buf['rank']} is cut short (no ===== line)")
-        )
+        close_cut_entry(ev, buf, src.number(last), "buffer")
     elif saw_stats and "total_allocation" not in ev.figures and not saw_peak:
         ev.truncated = True
         ev.problems.append(
