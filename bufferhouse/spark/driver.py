@@ -209,22 +209,16 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
             raw[table.name] = spark.read.schema(schema).parquet(path)
         else:
             raw[table.name] = spark.createDataFrame([], schema)
-    order = window.Window.partitionBy("content_hash").orderBy("run_id", "module_id")
-    modules = (
-        raw["modules"]
-        .withColumn("_bh_n", functions.row_number().over(order))
-        .filter("_bh_n = 1")
-        .drop("_bh_n")
-    )
+
+    def first_copy(df: DataFrame, key: str, *order: str) -> DataFrame:
+        """One row per `key`: the first in `order`."""
+        rank = functions.row_number().over(window.Window.partitionBy(key).orderBy(*order))
+        return df.withColumn("_bh_n", rank).filter("_bh_n = 1").drop("_bh_n")
+
+    modules = first_copy(raw["modules"], "content_hash", "run_id", "module_id")
     keep = modules.select("module_id", "run_id")
     # OOM events as modules: per event_hash the copy of the lowest run_id, then event_id
-    event_order = window.Window.partitionBy("event_hash").orderBy("run_id", "event_id")
-    events = (
-        raw["oom_events"]
-        .withColumn("_bh_n", functions.row_number().over(event_order))
-        .filter("_bh_n = 1")
-        .drop("_bh_n")
-    )
+    events = first_copy(raw["oom_events"], "event_hash", "run_id", "event_id")
     keep_events = events.select("event_id", "run_id")
     out: dict[str, DataFrame] = {}
     for table in TABLES:
