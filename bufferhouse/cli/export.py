@@ -5,7 +5,6 @@ from __future__ import annotations
 import click
 
 from bufferhouse.cli.options import check_labels, db_option, handle_errors
-from bufferhouse.export import attach, export_warehouse
 from bufferhouse.render import human_bytes
 from bufferhouse.schema.warehouse import ENV_DB, default_db
 
@@ -39,6 +38,8 @@ def export_command(out_dir, db, labels, tables, overwrite) -> None:
     Example: bufferhouse export out/ --db fleet.duckdb --label run=nightly-1121
     """
     names = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
+    from bufferhouse.export import export_warehouse  # imported by the commands that use it
+
     report = export_warehouse(out_dir, db, labels=labels, tables=names, overwrite=overwrite)
     rows = sum(report.tables.values())
     click.echo(
@@ -66,6 +67,8 @@ def attach_command(source, db) -> None:
 
     Example: bufferhouse attach out/ --db fleet-views.duckdb
     """
+    from bufferhouse.export import attach
+
     report = attach(source, db or default_db())
     click.echo(f"{report.modules} modules in {report.source} -> {report.db} (views)", err=True)
     if report.empty_tables:

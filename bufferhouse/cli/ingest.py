@@ -12,7 +12,6 @@ import click
 import bufferhouse
 from bufferhouse.api import require_paths
 from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors
-from bufferhouse.export import ingest_to_parquet
 from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES, IngestReport
 from bufferhouse.render import human_bytes
 
@@ -88,6 +87,8 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
     with Progress(quiet=quiet, interactive=sys.stderr.isatty() and not quiet) as progress:
         if to_parquet is not None:
             paths = require_paths(paths)
+            from bufferhouse.export import ingest_to_parquet  # pyarrow.dataset: only when asked
+
             report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
         else:
             report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)

@@ -19,7 +19,6 @@ from bufferhouse.cli.options import (
     parse_pairs,
     wide_option,
 )
-from bufferhouse.export import transpile
 
 
 @click.group("queries", invoke_without_command=True)
@@ -85,6 +84,8 @@ def query_command(name, params, db, dialect, fmt, output, limit, human, wide) ->
     if dialect is not None:
         if params:
             raise click.UsageError("--dialect prints the SQL; bind parameters in the engine")
+        from bufferhouse.export import transpile  # sqlglot: only when asked
+
         click.echo(transpile(name, dialect).text(), nl=False)
         return
     values = parse_pairs(params, "--param")
