@@ -21,8 +21,8 @@ import duckdb
 from bufferhouse.errors import BufferhouseError, WarehouseError
 from bufferhouse.load import handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
-from bufferhouse.load.schedule import largest_first, parser_processes
-from bufferhouse.load.workers import parse_in_workers
+from bufferhouse.load.schedule import helper_processes, largest_first, parser_processes
+from bufferhouse.load.workers import helper_pool, parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files
 from bufferhouse.parse.discover import LogFile, ModuleFiles, discover, discover_logs
@@ -30,6 +30,10 @@ from bufferhouse.schema.warehouse import database_path, ensure_schema, open_conn
 from bufferhouse.version import __version__
 
 Progress = Callable[[ModuleOutcome, int, int], None]
+
+#: How large the warehouse's write-ahead log may grow during an ingest before
+#: DuckDB folds it into the file (a checkpoint); DuckDB's default is 16 MiB.
+CHECKPOINT_LOG = "256MiB"
 
 
 def parse_labels(labels: Iterable[str] | dict[str, str]) -> list[tuple[str, str]]:
@@ -116,11 +120,17 @@ def ingest_paths(
         writer = ModuleWriter(
             con, run_id, label_pairs, run_row=run_record(run_id, paths, label_pairs)
         )
-        jobs = parser_processes(groups, jobs)
-        # Parsing keeps `jobs` cores busy while DuckDB inserts and commits: its threads get
-        # the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes with
+        parsers = parser_processes(groups, jobs)
+        # Parsing keeps `parsers` cores busy while DuckDB inserts and commits: its threads
+        # get the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes with
         # 30% less CPU than two, and no slower.
-        con.execute(f"SET threads = {max(1, (os.cpu_count() or 1) - jobs)}")
+        con.execute(f"SET threads = {max(1, (os.cpu_count() or 1) - parsers)}")
+        # DuckDB checkpoints at every commit whose log passes 16 MiB: with batches of
+        # ~2M rows that was every batch, each rewriting the tables' unfinished row groups
+        # (ten 21 MB modules written one per transaction: 6.3 CPU-s, 3.9 with this; one
+        # batch: 2.9). The log may grow to CHECKPOINT_LOG before it is folded in, and the
+        # last of it is folded in when the ingest closes the warehouse.
+        con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_LOG}'")
         return ingest_into(
             writer,
             groups,
@@ -156,15 +166,19 @@ def run_batches(
     (only labelled), every outcome lands in `report`, and a loaded module is
     reported once its batch is written. A full batch is written on a thread of
     its own while the next one fills (DuckDB and Parquet writes release the
-    GIL), so parsing and writing overlap; batches are written one at a time,
-    in order, and at most two are held.
+    GIL), so parsing and writing overlap; with parser processes, an idle
+    writer takes a batch as soon as it is worth a transaction, not only when
+    full (on 2 cores, ten 21 MB modules were otherwise all written after the
+    last was parsed). Batches are written one at a time, in order, and at
+    most two are held.
     """
     handoff.remove_leftovers()
     known = writer.module_ids
+    helpers = helper_pool(helper_processes(groups, jobs))
     jobs = parser_processes(groups, jobs)
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes)) for g in largest_first(groups)
+            (g, parse_files(g, known, max_bytes, helpers=helpers)) for g in largest_first(groups)
         )
     else:
         results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
@@ -192,12 +206,17 @@ def run_batches(
         for outcome in outcomes:
             report_outcome(outcome)
 
-    def flush(thread: ThreadPoolExecutor) -> None:
+    def flush(thread: ThreadPoolExecutor, last: bool = False) -> None:
         nonlocal writing
         batch, outcomes = writer.take(), waiting[:]
         waiting.clear()
         settle()
+        if last:
+            writer.before_last_batch()
         writing = (thread.submit(writer.write, batch), outcomes)
+
+    def writer_idle() -> bool:
+        return writing is None or writing[0].done()
 
     with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
         try:
@@ -207,19 +226,21 @@ def run_batches(
                     waiting.append(outcome)
                 else:
                     report_outcome(outcome)
-                if writer.full:
+                if writer.full or (jobs > 1 and writer.worth_writing and writer_idle()):
                     flush(thread)
                 if strict and outcome.status == "failed":
                     written = len(writing[1]) if writing is not None else 0
                     seen = len(report.outcomes) + report.logs_skipped + written + len(waiting)
                     report.stopped_early = seen < len(groups)
                     break
-            flush(thread)
+            flush(thread, last=True)
             settle()
         finally:
             close = getattr(results, "close", None)
             if close is not None:
                 close()
+            if helpers is not None:
+                helpers.shutdown(wait=False, cancel_futures=True)
             if writing is not None:  # leaving on an error: let the write finish, quietly
                 with contextlib.suppress(Exception):
                     writing[0].result()

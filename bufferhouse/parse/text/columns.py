@@ -8,7 +8,10 @@ prints them, naming the field (rules.fits).
 from __future__ import annotations
 
 import operator
+import sys
+import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor, Future
 
 import numpy as np
 import pyarrow as pa
@@ -136,8 +139,12 @@ def instructions(
     used_path: str,
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
+    helpers: Executor | None = None,
 ) -> pa.Table:
-    """One row per distinct defining instruction, from the first text printed for it."""
+    """One row per distinct defining instruction, from the first text printed for it.
+
+    The texts are parsed a batch at a time, here and, given `helpers` (processes:
+    the parse is Python, which threads would not run at once), there as well."""
     used = s.used
     if used["text"].null_count:
         used = used.filter(pc.is_valid(used["text"]))
@@ -154,16 +161,14 @@ def instructions(
     texts = _take_ascending(pieces, first_rows, pa.string())
     release(s)
     schema = SCHEMAS["instructions"]
-    parts: list[pa.Table] = []
-    for start in range(0, len(texts), _PARSE_BATCH):  # a batch at a time: few Python objects
-        parts.append(
-            _parse_batch(
-                texts.slice(start, _PARSE_BATCH).to_pylist(),
-                lines.slice(start, _PARSE_BATCH).to_pylist(),
-                out,
-                used_path,
-            )
-        )
+    batches = [  # a batch at a time: few Python objects
+        (texts.slice(start, _PARSE_BATCH), lines.slice(start, _PARSE_BATCH))
+        for start in range(0, len(texts), _PARSE_BATCH)
+    ]
+    parts = []
+    for table_, warnings in _parse_batches(batches, used_path, helpers):
+        parts.append(table_)
+        out.warnings.extend(warnings)
     parsed = pa.concat_tables(parts) if parts else _PARSED.empty_table()
     source_file, source_line = parsed["source_file"], parsed["source_line"]
     source_function = pa.nulls(len(parsed), pa.string())
@@ -247,20 +252,100 @@ _FIELDS = operator.attrgetter(*_PARSED_FROM.values())
 _UNREAD = (None,) * len(_PARSED)
 
 
-def _parse_batch(texts: list[str], lines: list[int], out: ParsedModule, used_path: str) -> pa.Table:
+def parse_batch(
+    texts: pa.Array, lines: pa.Array, used_path: str
+) -> tuple[pa.Table, list[DumpError]]:
+    """Instruction texts (and the lines that print them) as `_PARSED` rows, with a
+    warning for each text not understood. Runs in a helper process too: it takes and
+    returns Arrow and pickled errors, nothing of the module."""
     rows: list[tuple] = []
-    for text, line in zip(texts, lines):
+    warnings: list[DumpError] = []
+    line_numbers = lines.to_pylist()
+    for text, line in zip(texts.to_pylist(), line_numbers):
         try:
             rows.append(_FIELDS(hlo.parse_instruction(text)))
         except hlo.InstructionSyntaxError as exc:
             rows.append(_UNREAD)
-            out.warnings.append(
-                DumpError(used_path, line, f"instruction text not understood: {exc}")
-            )
+            warnings.append(DumpError(used_path, line, f"instruction text not understood: {exc}"))
     try:
-        return _rows_of(_PARSED, rows)
+        return _rows_of(_PARSED, rows), warnings
     except (OverflowError, pa.ArrowInvalid):
-        raise _too_large_in_text(rows, lines, used_path) from None
+        raise _too_large_in_text(rows, line_numbers, used_path) from None
+
+
+def _parse_batches(
+    batches: list[tuple[pa.Array, pa.Array]], used_path: str, helpers: Executor | None
+) -> list[tuple[pa.Table, list[DumpError]]]:
+    """parse_batch of every batch, in order. With `helpers`, this process takes batches
+    from the front and one thread per helper hands them out from the back, until the
+    two meet: whoever is faster parses more. The result, warnings and the error raised
+    (that of the first batch in order that fails) are those of parsing them in order."""
+    results: list[tuple[pa.Table, list[DumpError]] | BaseException | None] = [None] * len(batches)
+    workers = 0 if helpers is None or len(batches) < 2 else _helper_count(helpers)
+    if workers:
+        ends = [0, len(batches)]  # next from the front, one past the next from the back
+        lock = threading.Lock()
+
+        def take(front: bool) -> int | None:
+            with lock:
+                if ends[0] >= ends[1]:
+                    return None
+                if front:
+                    ends[0] += 1
+                    return ends[0] - 1
+                ends[1] -= 1
+                return ends[1]
+
+        def hand_out() -> None:
+            # Two batches in flight per helper: it starts the next while this process
+            # (whose parsing holds the GIL) gets round to taking the last one's result.
+            assert helpers is not None
+            flight: list[tuple[int, Future]] = []
+            while True:
+                while len(flight) < 2 and (i := take(front=False)) is not None:
+                    flight.append((i, helpers.submit(parse_batch, *batches[i], used_path)))
+                if not flight:
+                    return
+                i, future = flight.pop(0)
+                try:
+                    results[i] = future.result()
+                except BaseException as exc:  # re-raised in order below
+                    results[i] = exc
+
+        threads = [threading.Thread(target=hand_out, daemon=True) for _ in range(workers)]
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(_SWITCH_SECONDS)
+        for thread in threads:
+            thread.start()
+        try:
+            while (i := take(front=True)) is not None:
+                try:
+                    results[i] = parse_batch(*batches[i], used_path)
+                except ParseError as exc:
+                    results[i] = exc
+        finally:
+            for thread in threads:
+                thread.join()
+            sys.setswitchinterval(switch)
+    else:
+        return [parse_batch(*batch, used_path) for batch in batches]
+    out = []
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+        assert result is not None
+        out.append(result)
+    return out
+
+
+#: While helpers parse, the threads that feed them take the GIL from this process's
+#: parsing within this long (Python's default, 5 ms, kept a helper idle between batches).
+_SWITCH_SECONDS = 0.0005
+
+
+def _helper_count(helpers: Executor) -> int:
+    """How many batches `helpers` parses at once (its processes)."""
+    return max(1, int(getattr(helpers, "_max_workers", 1)))
 
 
 def _too_large_in_text(rows: list[tuple], lines: list[int], used_path: str) -> ParseError:

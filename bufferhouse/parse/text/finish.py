@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
 
 import numpy as np
 import pyarrow as pa
@@ -79,6 +80,7 @@ def finish(
     files: list[tuple[str, str]],
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
+    helpers: Executor | None = None,
 ) -> ParsedModule:
     """The module's tables, facts and warnings, after the cross-checks.
 
@@ -204,7 +206,7 @@ def finish(
     del live_last, live_last_vid
     release(s)
 
-    instr_table = instructions(s, out, used_path, hlo_path, read)
+    instr_table = instructions(s, out, used_path, hlo_path, read, helpers)
 
     # Allocation rows.
     is_parameter = pc.is_valid(allocs["parameter_number"])
