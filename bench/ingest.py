@@ -39,6 +39,7 @@ import os
 import platform
 import random
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -132,6 +133,24 @@ def build_fleet(fleet_mb: float, n_modules: int, seed: int = 5) -> Path:
         number += 1
     elapsed = time.monotonic() - started
     log(f"fleet: + {number} synth modules -> {text / 1e6:.1f} MB in {elapsed:.0f}s")
+    (root / "SPEC.json").write_text(json.dumps(spec))
+    return root
+
+
+def build_ten(n: int = 10, mb: float = 21.0, fmt: str = "stacktrace") -> Path:
+    """The issue-20 fleet: `n` bench/synth modules of `mb` MB each (module numbers differ,
+    so each is a new module), in one directory."""
+    spec = {"n": n, "mb": mb, "format": fmt, "version": 1}
+    root = WORK / f"ten-{n}x{mb:g}mb-{fmt}"
+    if _ready(root, spec):
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    pool = synth.usable_seeds(synth.find_seeds(fmt), WORK / ".seedcheck")
+    for number in range(n):
+        start = number % len(pool)
+        synth.synthesize(
+            root, mb, fmt, seeds=pool[start:] + pool[:start], name=f"jit_ten_{fmt}", number=number
+        )
     (root / "SPEC.json").write_text(json.dumps(spec))
     return root
 
@@ -306,6 +325,25 @@ def ingest(
     return run
 
 
+def peer(label: str, cmd: list[str], text_bytes: int, modules: int) -> Run:
+    """Time another tool on the same input: wall, and CPU from the children's rusage."""
+    log(f"{label}: {' '.join(cmd)}")
+    probe_before = host_probe()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if proc.returncode:
+        log(f"{label}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+    rss = after.ru_maxrss * 1024
+    probe = (probe_before + host_probe()) / 2
+    run = Run(label, seconds, text_bytes, modules, rss, 0, proc.returncode, False, cpu, probe)
+    log(f"{label}: {seconds:.1f}s, {run.mb_s:.1f} MB/s, CPU {cpu:.1f}s")
+    return run
+
+
 def _descendants(pid: int) -> list[int]:
     kids = _children()
     out, todo = [], [pid]
@@ -424,6 +462,17 @@ def main(argv: list[str] | None = None) -> int:
         default=12.0,
         help="kill an ingest whose process tree exceeds this (the machine is shared)",
     )
+    ap.add_argument(
+        "--ten",
+        action="store_true",
+        help="issue 20's fleet: ten 21 MB modules, --jobs 1 and --jobs 2 in turn, twice",
+    )
+    ap.add_argument(
+        "--peer",
+        metavar="EXE",
+        help="the public peer parser's command (xla_memory_analyzer), timed on the --ten "
+        "fleet in the same run (`EXE list-modules DIR`: it parses, it does not store)",
+    )
     ap.add_argument("--json", type=Path, default=WORK / "ingest-results.json")
     args = ap.parse_args(argv)
     if args.quick:
@@ -479,6 +528,31 @@ def main(argv: list[str] | None = None) -> int:
             )
             record(run, duckdb_read(sfiles))
         db.unlink(missing_ok=True)
+    if args.ten:
+        ten = build_ten()
+        files = dump_files(ten)
+        nbytes = sum(f.stat().st_size for f in files)
+        db = WORK / "bench-ten.duckdb"
+        pairs = []
+        for turn in (1, 2):
+            one = ingest(
+                f"ten 21 MB modules, --jobs 1 (turn {turn})", [ten], db, nbytes, 10, 1, limit
+            )
+            two = ingest(
+                f"ten 21 MB modules, --jobs 2 (turn {turn})", [ten], db, nbytes, 10, 2, limit
+            )
+            record(one, None)
+            record(two, None)
+            pairs.append((one, two))
+            if args.peer:
+                other = peer(
+                    f"peer parser (turn {turn})", [args.peer, "list-modules", str(ten)], nbytes, 10
+                )
+                record(other, None)
+                results.setdefault("peer_ratios", []).append(other.seconds / two.seconds)
+        results["ten_jobs_speedup"] = [one.seconds / two.seconds for one, two in pairs]
+        results["ten_cpu_per_100mb"] = [one.cpu_seconds / (nbytes / 1e8) for one, _ in pairs]
+        db.unlink(missing_ok=True)
     if not args.skip_module:
         module = build_module(args.module_mb, args.module_format)
         files = dump_files(module)
@@ -512,6 +586,18 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"\n--jobs 2 vs --jobs 1 on the fleet: {results['jobs_speedup']:.2f}x "
             f"(CPU {one_cpu:.1f}s vs {two_cpu:.1f}s)"
+        )
+    if "ten_jobs_speedup" in results:
+        print(
+            "\nten 21 MB modules, --jobs 2 vs --jobs 1: "
+            + ", ".join(f"{r:.2f}x" for r in results["ten_jobs_speedup"])
+            + "; CPU-s per 100 MB at --jobs 1: "
+            + ", ".join(f"{c:.2f}" for c in results["ten_cpu_per_100mb"])
+        )
+    if "peer_ratios" in results:
+        print(
+            "peer parser's wall / ours at --jobs 2 (same fleet, same turn): "
+            + ", ".join(f"{r:.2f}x" for r in results["peer_ratios"])
         )
     if "module_jobs_speedup" in results:
         one_cpu, two_cpu = results["module_jobs_cpu"]
