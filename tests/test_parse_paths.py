@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ from bench import synth
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import parse_module
 from bufferhouse.parse.discover import ModuleFiles, discover
-from bufferhouse.parse.text import vector
+from bufferhouse.parse.text import columns, vector
 from tests.conftest import DATA, SAMPLES
 
 GROUPS = [g for g in discover([DATA]) if g.buffer_assignment and not g.problems]
@@ -48,6 +49,41 @@ def test_there_are_many_fixtures():
 @pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
 def test_fast_and_slow_paths_agree(files):
     assert _outcome(files, "vector") == _outcome(files, "lines")
+
+
+@pytest.fixture(scope="module")
+def spare_cores():
+    """An executor standing for spare cores (parse_module's `helpers`): threads here, so the
+    test stays fast; tests/test_parse_helpers.py uses processes."""
+    with ThreadPoolExecutor(2) as executor:
+        yield executor
+
+
+@pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
+def test_spare_cores_change_nothing(files, spare_cores, monkeypatch):
+    """With a core to spare, the column reader reads ahead and reads Used values blocks
+    on threads, and instruction texts are shared out: on 256-byte chunks (256 of the
+    294 modules then read more than one) and batches of five texts, every module still
+    reads as the line reader reads it."""
+    monkeypatch.setattr(vector, "_CHUNK", 256)
+    monkeypatch.setattr(columns, "_PARSE_BATCH", 5)
+    try:
+        parsed = parse_module(
+            files.dump_files(), files.hlo, vector_min_bytes=0, helpers=spare_cores
+        )
+    except DumpError as exc:
+        threaded = ("error", type(exc).__name__, exc.path, exc.line, exc.message)
+    else:
+        warnings = [(w.path, w.line, w.message) for w in parsed.warnings]
+        threaded = (
+            "ok",
+            parsed.rows(),
+            parsed.facts,
+            parsed.sections,
+            sorted(parsed.features),
+            warnings,
+        )
+    assert threaded == _outcome(files, "lines")
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 4096])

@@ -66,7 +66,9 @@ def parse_module(
     `helpers`, processes that take a share of the instruction texts (columns.parse_batch).
     """
     with memory.system_allocator():  # see memory.py: less memory held at the peak
-        scanned = vector.scan(files, vector_min_bytes) if accelerate else None
+        # Helpers mean a core to spare: the column reader overlaps its reads on threads too.
+        threaded = helpers is not None
+        scanned = vector.scan(files, vector_min_bytes, threaded) if accelerate else None
         large = scanned is not None
         if scanned is None:
             scanned = scan.read(files)

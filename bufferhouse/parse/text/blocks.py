@@ -5,6 +5,8 @@ and the string of letters matched against the block grammar (grammar.BLOCKS) at 
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -63,8 +65,12 @@ class UsedBlocks:
     header on wait for the next chunk, so each piece holds whole blocks.
     """
 
-    def __init__(self, p: LineReader) -> None:
+    def __init__(self, p: LineReader, threads: bool = False) -> None:
         self.p = p
+        #: With threads, pieces are read in order on a thread of their own (_read is
+        #: Arrow kernels, which release the GIL) while the caller reads on.
+        self.thread = ThreadPoolExecutor(1, "bufferhouse-blocks") if threads else None
+        self.reading: list[Future] = []
         self.carry: pa.Array | None = None  # lines of a block cut by the chunk's end
         self.carry_lines = np.zeros(0, np.int64)  # their 0-based line indexes in the file
         self.blocks = 0
@@ -84,14 +90,28 @@ class UsedBlocks:
         cut = int(block_starts[-1]) if len(block_starts) else 0
         self.carry, self.carry_lines = lines[cut:], numbers[cut:]
         if cut:
-            self._read(lines[:cut], numbers[:cut], last=False)
+            self._submit(lines[:cut], numbers[:cut], last=False)
 
     def end(self) -> None:
-        """The section ended: read what is left."""
+        """The section ended: read what is left, and wait for every piece."""
         if self.carry is not None and len(self.carry):
-            self._read(self.carry, self.carry_lines, last=True)
+            self._submit(self.carry, self.carry_lines, last=True)
         self.carry = None
+        reading, self.reading = self.reading, []
+        for future in reading:
+            future.result()  # the first piece's error, as read in order
         self.ended = True
+
+    def close(self) -> None:
+        """Stop reading pieces (the file is done with, read or not)."""
+        if self.thread is not None:
+            self.thread.shutdown(wait=True, cancel_futures=True)
+
+    def _submit(self, section: pa.Array, numbers: np.ndarray, last: bool) -> None:
+        if self.thread is None:
+            self._read(section, numbers, last)
+        else:
+            self.reading.append(self.thread.submit(self._read, section, numbers, last))
 
     def leave_state_as_after_blocks(self) -> None:
         """The machine does not see the blocks: once they are read, leave it as after the last."""

@@ -23,6 +23,7 @@ import gzip
 import re
 import zlib
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -48,8 +49,14 @@ _ALLOC, _VALUE, _CROSS = g.ALLOCATION.re2, g.VALUE.re2, g.CROSS.re2
 _SEQ, _BLR, _PEAK = g.STEP.re2, g.BUFFER_LIVE_RANGE.re2, g.PEAK.re2
 
 
-def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | None:
-    """The module scanned, or None when the reference scanner must read it."""
+def scan(
+    files: list[tuple[str, str]], min_bytes: int = 0, threads: bool = False
+) -> model.Scanned | None:
+    """The module scanned, or None when the reference scanner must read it.
+
+    With `threads` (a core to spare), the next chunk of a large file is read while
+    this one is scanned, and its Used values blocks are read on a thread of their
+    own: both are mostly Arrow and numpy, which release the GIL."""
     ba_path = next(path for role, path in files if role == "buffer_assignment")
     try:
         if sum(stored_size(path) for _, path in files) < min_bytes:
@@ -61,7 +68,7 @@ def scan(files: list[tuple[str, str]], min_bytes: int = 0) -> model.Scanned | No
             if role == "usage_report":
                 p.feed_report(path, read_lines(path))
             else:
-                _scan_file(p, path, columns, seen)
+                _scan_file(p, path, columns, seen, threads)
         # Before 2021-04 the HloLiveRange sections are absent, all of them (the order
         # check ensures it); when XLA had none to print it says "HloLiveRange not available".
         parts = {"seq", "blr", "peak"} & set(seen)
@@ -132,7 +139,20 @@ def _lines(text: bytes) -> pa.LargeStringArray:
 _HEAD_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in g.SECTIONS) + ")"
 
 
-def _scan_file(p: LineReader, path: str, columns: dict[str, object], seen: list[str]) -> None:
+def _ahead(
+    chunks: Iterator[tuple[int, pa.LargeStringArray]],
+) -> Iterator[tuple[int, pa.LargeStringArray]]:
+    """`chunks`, each next one read on a thread while the last is used."""
+    with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-read") as thread:
+        pending = thread.submit(next, chunks, None)
+        while (item := pending.result()) is not None:
+            pending = thread.submit(next, chunks, None)
+            yield item
+
+
+def _scan_file(
+    p: LineReader, path: str, columns: dict[str, object], seen: list[str], threads: bool = False
+) -> None:
     """One file of the module, a chunk at a time: bulk lines extracted into `columns`,
     structural lines through the state machine `p` in file order.
 
@@ -141,15 +161,32 @@ def _scan_file(p: LineReader, path: str, columns: dict[str, object], seen: list[
     never pile up: they took more memory than the columns made of them. The
     columns stay in their pieces (chunked): joined, each would be copied whole.
     """
+    threads = threads and stored_size(path) > _CHUNK  # one chunk: nothing to overlap
+    used = UsedBlocks(p, threads)
+    try:
+        _scan_chunks(
+            p, path, columns, seen, used, _ahead(_chunks(path)) if threads else _chunks(path)
+        )
+    finally:
+        used.close()
+
+
+def _scan_chunks(
+    p: LineReader,
+    path: str,
+    columns: dict[str, object],
+    seen: list[str],
+    used: UsedBlocks,
+    chunks: Iterator[tuple[int, pa.LargeStringArray]],
+) -> None:
     pieces: dict[str, list] = {
         k: [] for k in ("alloc", "value", "cross_head", "cross", "seq", "blr", "peak")
     }
     attributes: dict[str, tuple[int, tuple]] = {}  # allocation attribute list -> parsed
-    used = UsedBlocks(p)
     section: str | None = None  # the section the next line belongs to
     p.begin_file()
     total = 0
-    for first, lines in _chunks(path):
+    for first, lines in chunks:
         total = first + len(lines)
         at = np.flatnonzero(
             pc.match_substring_regex(lines, _HEAD_PATTERN).to_numpy(zero_copy_only=False)
