@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import hlo, memory, shapes
 from bufferhouse.parse.model import ParsedModule, Scanned, first_occurrences
+from bufferhouse.parse.text import instructions as text_columns
 from bufferhouse.parse.text import rules
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 
@@ -257,20 +258,37 @@ def parse_batch(
 ) -> tuple[pa.Table, list[DumpError]]:
     """Instruction texts (and the lines that print them) as `_PARSED` rows, with a
     warning for each text not understood. Runs in a helper process too: it takes and
-    returns Arrow and pickled errors, nothing of the module."""
+    returns Arrow and pickled errors, nothing of the module.
+
+    Texts of the common form are read as columns (text.instructions, RE2 in C++); the
+    rest one at a time by hlo.parse_instruction, which reads those the same way."""
+    fast, fast_rows = text_columns.read_fast(texts)
+    slow_rows = np.ones(len(texts), bool)
+    slow_rows[fast_rows] = False
+    slow_rows = np.flatnonzero(slow_rows)
     rows: list[tuple] = []
     warnings: list[DumpError] = []
-    line_numbers = lines.to_pylist()
-    for text, line in zip(texts.to_pylist(), line_numbers):
+    line_numbers = lines.take(pa.array(slow_rows, pa.int64())).to_pylist()
+    slow_texts = texts.take(pa.array(slow_rows, pa.int64())).to_pylist()
+    for text, line in zip(slow_texts, line_numbers):
         try:
             rows.append(_FIELDS(hlo.parse_instruction(text)))
         except hlo.InstructionSyntaxError as exc:
             rows.append(_UNREAD)
             warnings.append(DumpError(used_path, line, f"instruction text not understood: {exc}"))
     try:
-        return _rows_of(_PARSED, rows), warnings
+        slow = _rows_of(_PARSED, rows)
     except (OverflowError, pa.ArrowInvalid):
+        # The fast path reads no number too large for its column: the first is here.
         raise _too_large_in_text(rows, line_numbers, used_path) from None
+    if not len(slow_rows):
+        return fast, warnings
+    if not len(fast_rows):
+        return slow, warnings
+    order = np.empty(len(texts), np.int64)
+    order[fast_rows] = np.arange(len(fast_rows))
+    order[slow_rows] = len(fast_rows) + np.arange(len(slow_rows))
+    return pa.concat_tables([fast, slow]).take(pa.array(order)), warnings
 
 
 def _parse_batches(

@@ -1,0 +1,372 @@
+"""Instruction texts read as whole columns by Arrow's RE2 kernels, for the common form.
+
+hlo.parse_instruction reads one text at a time in Python, about 9 µs each, and a
+large module prints hundreds of thousands of distinct texts. Most of them are
+`%name = SHAPE opcode(%a, %b), key=value, ..., metadata={...}`, which one RE2
+pattern reads in C++ without the GIL. The pattern is strict: it accepts only
+texts that hlo.parse_instruction reads the same way, and each of its parts can
+match them in one way only; every other text is left to parse_instruction
+(tests/test_instruction_columns.py holds the two equal on every text).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from bufferhouse.parse import hlo, shapes
+
+__all__ = ["parse_texts", "read_fast"]
+
+# -- patterns -------------------------------------------------------------------------------
+# RE2 syntax (no lookarounds, no backreferences), from the pieces of hlo and shapes where they
+# can be shared. Whitespace is plain ASCII spaces (RE2's \s and Python's differ outside ASCII),
+# and no pattern takes a newline.
+#
+# Two kinds of pattern, for speed: RE2 tells whether a text matches with its DFA (a few ns a
+# byte), but reads submatches with the NFA (~60 ns a byte) unless the pattern is one-pass
+# (each byte leaves one way on; any match then reads its submatches in ~7 ns a byte) and has
+# at most four groups. So _VALID, read by the DFA, holds the grammar with all its
+# constraints; the _PASSES, each one-pass with four groups at most, read the fields of the
+# texts _VALID accepts. They may accept more text than _VALID, never read it otherwise.
+
+
+def _chars(spec: str) -> frozenset[str]:
+    """The characters of a class body made of ranges 'a-z' and single characters."""
+    out, i = set(), 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-":
+            out.update(chr(c) for c in range(ord(spec[i]), ord(spec[i + 2]) + 1))
+            i += 3
+        else:
+            out.add(spec[i])
+            i += 1
+    return frozenset(out)
+
+
+def _class(chars: frozenset[str] | set[str]) -> str:
+    """A character class of `chars`, in ranges."""
+    codes, parts = sorted(ord(c) for c in chars), []
+    while codes:
+        end = 0
+        while end + 1 < len(codes) and codes[end + 1] == codes[end] + 1:
+            end += 1
+        low, high = re.escape(chr(codes[0])), re.escape(chr(codes[end]))
+        parts.append(low if not end else f"{low}{high}" if end == 1 else f"{low}-{high}")
+        codes = codes[end + 1 :]
+    return "[" + "".join(parts) + "]"
+
+
+def _keyed(chars: tuple[str, str], then: dict[str, str | None], default: str | None) -> str:
+    """A word of `chars` (first, rest) followed by `then[word]`, or by `default` if the word
+    is not in `then`; None: the word is not taken. Written as the trie of `then`'s words, so
+    the pattern stays one-pass when no continuation starts with a char of the word."""
+    first, rest = (_chars(c) for c in chars)
+    tail = _class(rest) + "*"
+
+    def node(word: str) -> str | None:
+        alternatives = []
+        nexts = sorted({w[len(word)] for w in then if len(w) > len(word) and w.startswith(word)})
+        others = (rest if word else first) - set(nexts)
+        ends = bool(word) and (word not in then or then[word] is not None)
+        if ends and word in then:
+            alternatives.append(then[word])
+        if default is not None and others:  # another word, ending here or further on
+            optional = "?" if ends and word not in then else ""
+            alternatives.append(f"(?:{_class(others)}{tail}){optional}{default}")
+        elif default is not None and ends and word not in then:
+            alternatives.append(default)
+        for c in nexts:
+            branch = node(word + c)
+            if branch is not None:
+                alternatives.append(re.escape(c) + branch)
+        return "(?:" + "|".join(alternatives) + ")" if alternatives else None
+
+    out = node("")
+    assert out is not None
+    return out
+
+
+def _word_except(chars: tuple[str, str], words: set[str] | frozenset[str]) -> str:
+    """A word of `chars` that is none of `words` (RE2 has no negative lookahead)."""
+    return _keyed(chars, dict.fromkeys(words), "")
+
+
+# No '%' but in names: then the names after the operands are the called computations.
+# A quoted string as hlo._scan skips it (any escaped char but a newline).
+_STRING = r'"[^"\\\n%]*(?:\\[^\n%][^"\\\n%]*)*"'
+# A quoted value whose escapes hlo._unquote reads as the char after the backslash.
+_QUOTED = r'"[^"\\\n%]*(?:\\[\\"\'][^"\\\n%]*)*"'
+_INNER_PLAIN = r'[^"(){}\[\]\\\n%]'  # inside brackets, commas too
+
+
+def _balanced(depth: int, plain: str, percent: str = "%") -> str:
+    """Text hlo._scan crosses without stopping outside brackets: `plain` chars, strings and
+    bracket pairs nested at most `depth` deep (inside them any char but brackets, quotes,
+    backslash, newline and `percent`)."""
+    string = _STRING.replace("%", percent)
+    items = [string]
+    if depth:
+        inner = _balanced(depth - 1, _INNER_PLAIN.replace("%", percent), percent)
+        items += [rf"\{{{inner}\}}", rf"\({inner}\)", rf"\[{inner}\]"]
+    return f"{plain}*(?:(?:{'|'.join(items)}){plain}*)*"
+
+
+def _uncaptured(pattern: str) -> str:
+    """A Python pattern of plain syntax with its groups made non-capturing."""
+    token = re.compile(r"\\.|\[\^?\]?(?:\\.|[^\\\]])*\]|\((?!\?)")
+    return token.sub(lambda m: "(?:" if m.group() == "(" else m.group(), pattern)
+
+
+def _group(name: str | None, body: str) -> str:
+    return f"(?:{body})" if name is None else f"(?P<{name}>{body})"
+
+
+_NAME = hlo._NAME.pattern  # [A-Za-z_][A-Za-z0-9_.\-]*
+_MARKER = shapes._INDEX_MARKER.pattern  # /*index=N*/
+_ARRAY = _uncaptured(shapes._FAST.pattern)
+# An array as parse_shape_at reads it (its own fast pattern), or a tuple of arrays.
+_SHAPE = rf"{_ARRAY}|\((?:{_ARRAY}(?:, (?:{_MARKER})?{_ARRAY})*)?\)"
+_HEAD = rf"^ *(?:ROOT )?%{_NAME} = "
+# A constant's arguments as hlo._scan crosses them to the ')' that closes them; the passes
+# read any arguments so (of the common form, operands have '%' at depth 0 only).
+_LITERAL = _balanced(2, _INNER_PLAIN)
+_ARGUMENTS = _balanced(2, r'[^"(){}\[\]\\\n]', "")
+# Operands `%a, %b` (XLA writes /*index=N*/ before every fifth one).
+_OPERANDS = rf"(?:%{_NAME}(?:, (?:{_MARKER})?%{_NAME})*)?"
+_KEY_CHARS = ("A-Za-z_", "A-Za-z0-9_.-")
+_META_KEY_CHARS = ("A-Za-z_", "A-Za-z0-9_")
+# An attribute's value, to the next ',' outside brackets and strings.
+_VALUE = _balanced(2, r'[^"(){}\[\],\\\n%]')
+_CALLED_VALUE = rf"%{_NAME}|\{{%{_NAME}(?:, %{_NAME})*\}}"
+# metadata={k=v ...}: pairs one space apart, values quoted or bare. Its keys land in the same
+# fields as the attributes' (hlo._metadata), so kind= and custom_call_target= are left to
+# the slow path.
+_META_VALUE = rf"(?:{_QUOTED}|[A-Za-z0-9_.:/+\-]*)"
+_META_NUMBER = "[0-9]{1,9}"  # fits int32: larger numbers are the slow path's to word
+_META_FIELDS = {
+    "op_type": _META_VALUE,
+    "op_name": _META_VALUE,
+    "source_file": _META_VALUE,
+    "source_line": _META_NUMBER,
+    "stack_frame_id": _META_NUMBER,
+}
+
+
+_MARKS = {"metadata": ", metadata={", "target": ', custom_call_target="'}
+
+
+def _valid(metadata: bool, target: bool) -> str:
+    """The common form, whole, with or without metadata and custom_call_target: what the
+    DFA checks before any field is read."""
+    pair = _keyed(
+        _META_KEY_CHARS,
+        {k: f"={v}" for k, v in _META_FIELDS.items()} | {"kind": None, "custom_call_target": None},
+        f"={_META_VALUE}",
+    )
+    # Attributes parse_instruction does not read (nor stops at), and called computations
+    # (the names after the operands, whatever their keys: '%' is nowhere else).
+    skipped = hlo._CALLED_KEYS | {"kind", "custom_call_target", "metadata", "backend_config"}
+    called = "|".join(sorted(hlo._CALLED_KEYS))
+    other = f"(?:, (?:{_word_except(_KEY_CHARS, skipped)}={_VALUE}|(?:{called})={_CALLED_VALUE}))*"
+    return (
+        rf"{_HEAD}(?:{_SHAPE}) "
+        rf"(?:parameter\({_META_NUMBER}\)|constant\({_LITERAL}\)"
+        rf"|{_word_except(('a-z', 'a-z0-9_-'), hlo._LITERAL_ARGS)}\({_OPERANDS}\))"
+        rf"(?:, kind=[A-Za-z0-9_]+)?{other}"
+        + (rf"{re.escape(_MARKS['target'])}{_QUOTED[1:]}{other}" if target else "")
+        # After metadata parse_instruction stops at backend_config without reading it.
+        + (
+            rf"{re.escape(_MARKS['metadata'])}(?:{pair}(?: {pair})*)?\}}"
+            rf"(?:, backend_config=[^%]*)?$"
+            if metadata
+            else rf"(?:, backend_config={_VALUE})?$"
+        )
+    )
+
+
+#: What the DFA checks, by (metadata?, custom_call_target?). A text of the common form holds
+#: each of _MARKS once if it has that part, else nowhere: so the first is the one.
+_VALID = {(m, t): _valid(m, t) for m in (False, True) for t in (False, True)}
+# The passes: one-pass, four groups at most.
+_HEAD_PASS = (
+    rf"{_HEAD}(?P<shape>{_SHAPE}) (?P<opcode>[a-z][a-z0-9_-]*)\((?P<args>{_ARGUMENTS})\)"
+    rf"(?:, kind=(?P<kind>[A-Za-z0-9_]+))?"
+)
+
+
+def _metadata_pass(groups: set[str]) -> str:
+    """metadata={...} at the start of the text, with `groups` of its fields read as `=value`
+    (so that a key given no value, "op_name=", is not an absent key, "")."""
+    pair = _keyed(
+        _META_KEY_CHARS,
+        {
+            k: _group(k if k in groups else None, "=" + v.replace("{1,9}", "+"))
+            for k, v in _META_FIELDS.items()
+        },
+        f"={_META_VALUE}",
+    )
+    # '{' then pairs each followed by ' ' or '}': one copy of each group.
+    return rf"^{re.escape(_MARKS['metadata'])}(?:\}}|(?:{pair}[ }}])+)"
+
+
+_META_PASS = _metadata_pass({"op_name", "source_file", "source_line", "stack_frame_id"})
+_OP_TYPE_PASS = _metadata_pass({"op_type"})
+_TARGET_PASS = rf"^{re.escape(_MARKS['target'][:-1])}(?P<target>{_QUOTED})"
+_CALLED_MARKS = ("=%", "={%")
+_SPLIT_NAMES = rf"(?:, (?:{_MARKER})?)?%"
+
+
+# -- the columns ------------------------------------------------------------------------------
+def _where(n: int, rows: np.ndarray) -> pa.Array:
+    """Take indexes that spread len(rows) values over `n` rows: at `rows`, null elsewhere."""
+    where = np.full(n, -1, np.int64)
+    where[rows] = np.arange(len(rows))
+    return pa.array(where, pa.int64(), mask=where < 0)
+
+
+def _from(texts: pa.StringArray, mark: str) -> pa.StringArray:
+    """Each text from the first `mark` on (every text holds it), without copying the texts:
+    an array of the same bytes, cut where they start, whose odd rows are wanted."""
+    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset :][: len(texts) + 1]
+    cut = np.empty(2 * len(texts) + 1, np.int32)
+    cut[0::2] = offsets
+    cut[1::2] = offsets[:-1] + pc.find_substring(texts, mark).to_numpy()
+    return pa.StringArray.from_buffers(2 * len(texts), pa.py_buffer(cut), texts.buffers()[2])
+
+
+def _read_from(texts: pa.StringArray, rows: np.ndarray, mark: str, pass_: str) -> pa.Array:
+    """`pass_`'s groups for each text, read from its `mark` on in the texts at `rows` (null
+    elsewhere)."""
+    cut = _from(texts.take(pa.array(rows, pa.int64())), mark)
+    found = pc.extract_regex(cut, pass_).take(pa.array(np.arange(1, len(cut), 2)))
+    if found.null_count:
+        raise AssertionError(f"{pass_[:30]!r} did not read a text of the common form")
+    return found.take(_where(len(texts), rows))
+
+
+def _field(found: pa.Array, name: str) -> pa.Array:
+    """A group of a pass as a column: null where the group took no part in the match (RE2
+    gives ""), or where the pass was not run."""
+    values = pc.struct_field(found, name)
+    return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+
+
+def _unquoted(values: pa.Array) -> pa.Array:
+    """Values as hlo._unquote reads them: quoted ones without their quotes and with each
+    escape (only \\, \" and \' are taken) as the char it escapes; bare ones as they are."""
+    quoted = pc.starts_with(values, '"')
+    inner = pc.utf8_slice_codeunits(values, 1, -1)
+    if pc.any(pc.match_substring(inner, "\\")).as_py():
+        inner = pc.replace_substring_regex(inner, r"\\(.)", r"\1")
+    return pc.if_else(quoted, inner, values)
+
+
+def _meta(found: pa.Array, key: str) -> pa.Array:
+    """A metadata field read as `=value`: the value, null where the key is absent."""
+    return pc.utf8_slice_codeunits(_field(found, key), 1)
+
+
+def _names(joined: pa.Array) -> pa.Array:
+    """Lists of names from `%a, %b`-like strings ("" gives []): split at each '%' with the
+    separator before it, the empty piece before the first '%' dropped."""
+    return pc.list_slice(pc.split_pattern_regex(joined, _SPLIT_NAMES), 1)
+
+
+def _called(texts: pa.Array, operands: pa.ListArray) -> pa.ListArray:
+    """The called computations of texts of the common form: the names after the text's own
+    name and its operands, as no other '%' is in it."""
+    pieces = pc.split_pattern(texts, "%")
+    counts = pc.list_value_length(pieces).to_numpy()
+    skip = 2 + pc.list_value_length(operands).to_numpy()
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    keep = np.repeat(starts + skip, counts) <= np.arange(counts.sum())
+    names = pc.extract_regex(pieces.flatten().filter(pa.array(keep)), rf"^(?P<name>{_NAME})")
+    offsets = np.concatenate(([0], np.cumsum(counts - skip))).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), names.field("name"))
+
+
+def _marked(texts: pa.Array, marks: tuple[str, ...]) -> np.ndarray:
+    """Indexes of the texts that hold one of `marks`."""
+    found = pc.match_substring(texts, marks[0])
+    for mark in marks[1:]:
+        found = pc.or_(found, pc.match_substring(texts, mark))
+    return np.flatnonzero(found.to_numpy(zero_copy_only=False))
+
+
+def _valid_rows(texts: pa.StringArray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The texts of the common form, and for each of _MARKS whether they hold it."""
+    holds = {
+        part: pc.fill_null(pc.count_substring(texts, mark), 0).to_numpy()
+        for part, mark in _MARKS.items()
+    }
+    valid = np.zeros(len(texts), bool)
+    for (metadata, target), pattern in _VALID.items():
+        rows = np.flatnonzero((holds["metadata"] == metadata) & (holds["target"] == target))
+        if len(rows):
+            some = texts.take(pa.array(rows, pa.int64()))
+            matched = pc.fill_null(pc.match_substring_regex(some, pattern), False)
+            valid[rows] = matched.to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(valid)
+    return rows, {part: held[rows] == 1 for part, held in holds.items()}
+
+
+def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
+    """The `_PARSED` columns of the texts of the common form, and the (ascending) indexes of
+    those texts; hlo.parse_instruction reads each of them the same."""
+    from bufferhouse.parse.text.columns import _PARSED
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    rows, holds = _valid_rows(texts)
+    if not len(rows):
+        return _PARSED.empty_table(), rows
+    texts = texts.take(pa.array(rows, pa.int64()))
+    head = pc.extract_regex(texts, _HEAD_PASS)
+    if head.null_count:
+        raise AssertionError("_HEAD_PASS did not read a text of the common form")
+    at = {part: np.flatnonzero(held) for part, held in holds.items()}
+    meta = _read_from(texts, at["metadata"], _MARKS["metadata"], _META_PASS)
+    with_type = at["metadata"][_marked(texts.take(pa.array(at["metadata"])), ("op_type=",))]
+    op_type = _read_from(texts, with_type, _MARKS["metadata"], _OP_TYPE_PASS)
+    target = _read_from(texts, at["target"], _MARKS["target"], _TARGET_PASS)
+    opcode, args = head.field("opcode"), head.field("args")
+    is_parameter = pc.equal(opcode, "parameter")
+    literal = pc.or_(is_parameter, pc.equal(opcode, "constant"))
+    operands = _names(pc.if_else(literal, "", args))
+    calling = _marked(texts, _CALLED_MARKS)
+    called = pa.concat_arrays(
+        [
+            _called(texts.take(pa.array(calling)), operands.take(pa.array(calling))),
+            pa.array([[]], pa.list_(pa.string())),
+        ]
+    )
+    where = np.full(len(texts), len(calling), np.int64)
+    where[calling] = np.arange(len(calling))
+    columns = {
+        "opcode": opcode,
+        "shape": head.field("shape"),
+        "operands": operands,
+        "parameter_number": pc.cast(pc.if_else(is_parameter, args, None), pa.int32()),
+        "fusion_kind": _field(head, "kind"),
+        "called_computations": called.take(pa.array(where)),
+        "custom_call_target": _unquoted(_field(target, "target")),
+        "op_name": _unquoted(_meta(meta, "op_name")),
+        "op_type": _unquoted(_meta(op_type, "op_type")),
+        "source_file": _unquoted(_meta(meta, "source_file")),
+        "source_line": pc.cast(_meta(meta, "source_line"), pa.int32()),
+        "stack_frame_id": pc.cast(_meta(meta, "stack_frame_id"), pa.int32()),
+    }
+    return pa.Table.from_arrays([columns[name] for name in _PARSED.names], schema=_PARSED), rows
+
+
+def parse_texts(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
+    """A `_PARSED` table for all `texts`, and the indexes of the rows left null: the texts
+    not of the common form, for the caller to read with hlo.parse_instruction."""
+    table, rows = read_fast(texts)
+    slow = np.ones(len(texts), bool)
+    slow[rows] = False
+    return table.take(_where(len(texts), rows)), np.flatnonzero(slow)
