@@ -136,6 +136,25 @@ def test_corner_cases():
     check([t.replace("%", "") for t in texts])
 
 
+def test_the_usual_forms_are_read_as_columns():
+    """What XLA prints most, read by the column reader (not only left to the slow path)."""
+    texts = [
+        '%p.1 = f32[8,128]{1,0:T(8,128)} parameter(3), metadata={op_name="x"}',
+        "ROOT %t = (f32[2]{0}, s32[]) tuple(%a, %b)",
+        '%f = f32[4]{0} fusion(%a, %b), kind=kLoop, calls=%fused.1, metadata={op_type="Add" '
+        'op_name="jit(f)/add" source_file="/x/y.py" source_line=12 source_end_line=12 '
+        'stack_frame_id=3}, backend_config={"outer_dimension_partitions":["2"]}',
+        "%w = (s32[], f32[]) while(%t), condition=%cond, body=%body, "
+        'control-predecessors={%c.1, %c.2}, metadata={op_name="while"}',
+        "%r = f32[] reduce(%x, %z), dimensions={0}, to_apply=%add",
+        '%c = f32[2]{0} custom-call(%x), custom_call_target="__cublas$gemm", '
+        "api_version=API_VERSION_STATUS_RETURNING",
+        "%k = f32[] conditional(%p, %x, %y), branch_computations={%t, %f.1}",
+        "%z = f32[] constant(0.5)",
+    ]
+    assert check(texts) == len(texts)
+
+
 # -- through parse_batch -------------------------------------------------------------------
 def _batch(texts: list[str]):
     lines = pa.array([10 * (i + 1) for i in range(len(texts))], pa.int64())

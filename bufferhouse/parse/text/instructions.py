@@ -139,8 +139,34 @@ _ARGUMENTS = _balanced(2, r'[^"(){}\[\]\\\n]', "")
 _OPERANDS = rf"(?:%{_NAME}(?:, (?:{_MARKER})?%{_NAME})*)?"
 _KEY_CHARS = ("A-Za-z_", "A-Za-z0-9_.-")
 _META_KEY_CHARS = ("A-Za-z_", "A-Za-z0-9_")
+
+
+def _ascii_but(chars: str) -> str:
+    return _class(_chars(" -~") - set(chars))
+
+
+def _ascii_value(depth: int, but: str, matched: bool = False) -> str:
+    """An attribute's value as _balanced reads it, in printable ASCII without the chars of
+    `but`. Small, for the one-pass programs that copy it at each node of a trie of keys
+    (RE2 reads submatches one-pass only for programs of a few thousand instructions, and a
+    class outside ASCII costs several); unless `matched`, any bracket closes any (what
+    _VALID has checked)."""
+    inside = but.replace(",", "")  # commas end a value outside brackets only
+    text = _ascii_but('"\\' + inside)
+    items = [f'"{text}*(?:\\\\{_ascii_but(inside)}{text}*)*"']
+    if depth:
+        inner = _ascii_value(depth - 1, inside, matched)
+        pairs = ["{}", "()", "[]"] if matched else ["{([})]"]
+        items += [f"[{re.escape(p[: len(p) // 2])}]{inner}[{re.escape(p[len(p) // 2 :])}]"
+                  for p in pairs]  # fmt: skip
+    plain = _ascii_but('"(){}[]\\' + but)
+    return f"{plain}*(?:(?:{'|'.join(items)}){plain}*)*"
+
+
 # An attribute's value, to the next ',' outside brackets and strings.
 _VALUE = _balanced(2, r'[^"(){}\[\],\\\n%]')
+_SMALL_VALUE = _ascii_value(2, ",%", matched=True)
+_PASS_VALUE = _ascii_value(2, ",")  # '%' too: called computations
 _CALLED_VALUE = rf"%{_NAME}|\{{%{_NAME}(?:, %{_NAME})*\}}"
 # metadata={k=v ...}: pairs one space apart, values quoted or bare. Its keys land in the same
 # fields as the attributes' (hlo._metadata), so kind= and custom_call_target= are left to
@@ -156,67 +182,76 @@ _META_FIELDS = {
 }
 
 
-_MARKS = {"metadata": ", metadata={", "target": ', custom_call_target="'}
+_CONTROL = rf"\{{%{_NAME}(?:, %{_NAME})*\}}"
 
 
-def _valid(metadata: bool, target: bool) -> str:
-    """The common form, whole, with or without metadata and custom_call_target: what the
-    DFA checks before any field is read."""
+def _valid() -> str:
+    """The common form, whole: what the DFA checks before any field is read."""
     pair = _keyed(
         _META_KEY_CHARS,
         {k: f"={v}" for k, v in _META_FIELDS.items()} | {"kind": None, "custom_call_target": None},
         f"={_META_VALUE}",
     )
     # Attributes parse_instruction does not read (nor stops at), and called computations
-    # (the names after the operands, whatever their keys: '%' is nowhere else).
-    skipped = hlo._CALLED_KEYS | {"kind", "custom_call_target", "metadata", "backend_config"}
+    # (the names after the operands, whatever their keys: '%' is nowhere else but in
+    # control-predecessors, after them).
+    skipped = hlo._CALLED_KEYS | {
+        "kind", "custom_call_target", "metadata", "backend_config", "control-predecessors"
+    }  # fmt: skip
     called = "|".join(sorted(hlo._CALLED_KEYS))
-    other = f"(?:, (?:{_word_except(_KEY_CHARS, skipped)}={_VALUE}|(?:{called})={_CALLED_VALUE}))*"
+    other = f"(?:, (?:{_word_except(_KEY_CHARS, skipped)}=(?:{_SMALL_VALUE})|(?:{called})=(?:{_CALLED_VALUE})))*"
     return (
         rf"{_HEAD}(?:{_SHAPE}) "
         rf"(?:parameter\({_META_NUMBER}\)|constant\({_LITERAL}\)"
         rf"|{_word_except(('a-z', 'a-z0-9_-'), hlo._LITERAL_ARGS)}\({_OPERANDS}\))"
         rf"(?:, kind=[A-Za-z0-9_]+)?{other}"
-        + (rf"{re.escape(_MARKS['target'])}{_QUOTED[1:]}{other}" if target else "")
+        rf"(?:, custom_call_target={_QUOTED}{other})?"
+        rf"(?:, control-predecessors={_CONTROL})?"
         # After metadata parse_instruction stops at backend_config without reading it.
-        + (
-            rf"{re.escape(_MARKS['metadata'])}(?:{pair}(?: {pair})*)?\}}"
-            rf"(?:, backend_config=[^%]*)?$"
-            if metadata
-            else rf"(?:, backend_config={_VALUE})?$"
-        )
+        rf"(?:, metadata=\{{(?:{pair}(?: {pair})*)?\}}(?:, backend_config=[^%]*)?"
+        rf"|, backend_config=(?:{_SMALL_VALUE}))?$"
     )
 
 
-#: What the DFA checks, by (metadata?, custom_call_target?). A text of the common form holds
-#: each of _MARKS once if it has that part, else nowhere: so the first is the one.
-_VALID = {(m, t): _valid(m, t) for m in (False, True) for t in (False, True)}
+def _attributes(groups: set[str]) -> str:
+    """The text to the end of its metadata, one-pass, with `groups` read. Each attribute
+    and metadata pair is read after a trie of keys; backend_config is not taken, so the
+    match ends before it (where parse_instruction stops). Metadata fields are read as
+    `=value`, so that a key given no value ("op_name=") is not an absent one ("")."""
+
+    def g(name: str, body: str) -> str:
+        return _group(name if name in groups else None, body)
+
+    pair = _keyed(
+        _META_KEY_CHARS,
+        {k: g(k, "=" + v.replace("{1,9}", "+")) for k, v in _META_FIELDS.items()},
+        f"={_META_VALUE}",
+    )
+    then: dict[str, str | None] = {
+        # '{' then pairs each followed by ' ' or '}': one copy of each group.
+        "metadata": rf"=\{{(?:\}}|(?:{pair}[ }}])+)",
+        "backend_config": None,
+    }
+    if "target" in groups:
+        then["custom_call_target"] = "=" + g("target", _QUOTED)
+    if "control" in groups:
+        then["control-predecessors"] = "=" + g("control", _CONTROL)
+    # Any other attribute (kind and called computations too) as the value it is.
+    attribute = _keyed(_KEY_CHARS, then, f"=(?:{_PASS_VALUE})")
+    return rf"{_HEAD}(?:{_SHAPE}) [a-z][a-z0-9_-]*\({_ARGUMENTS}\)(?:, {attribute})*"
+
+
+_VALID = _valid()
 # The passes: one-pass, four groups at most.
 _HEAD_PASS = (
     rf"{_HEAD}(?P<shape>{_SHAPE}) (?P<opcode>[a-z][a-z0-9_-]*)\((?P<args>{_ARGUMENTS})\)"
     rf"(?:, kind=(?P<kind>[A-Za-z0-9_]+))?"
 )
-
-
-def _metadata_pass(groups: set[str]) -> str:
-    """metadata={...} at the start of the text, with `groups` of its fields read as `=value`
-    (so that a key given no value, "op_name=", is not an absent key, "")."""
-    pair = _keyed(
-        _META_KEY_CHARS,
-        {
-            k: _group(k if k in groups else None, "=" + v.replace("{1,9}", "+"))
-            for k, v in _META_FIELDS.items()
-        },
-        f"={_META_VALUE}",
-    )
-    # '{' then pairs each followed by ' ' or '}': one copy of each group.
-    return rf"^{re.escape(_MARKS['metadata'])}(?:\}}|(?:{pair}[ }}])+)"
-
-
-_META_PASS = _metadata_pass({"op_name", "source_file", "source_line", "stack_frame_id"})
-_OP_TYPE_PASS = _metadata_pass({"op_type"})
-_TARGET_PASS = rf"^{re.escape(_MARKS['target'][:-1])}(?P<target>{_QUOTED})"
-_CALLED_MARKS = ("=%", "={%")
+_META_PASS = _attributes({"op_name", "source_file", "source_line", "stack_frame_id"})
+#: Read only in texts that hold one of these (most hold none).
+_RARE_PASS = _attributes({"op_type", "target", "control"})
+_RARE_MARKS = "op_type=|custom_call_target=|control-predecessors="
+_CALLED_MARKS = r"=\{?%"
 _SPLIT_NAMES = rf"(?:, (?:{_MARKER})?)?%"
 
 
@@ -228,24 +263,19 @@ def _where(n: int, rows: np.ndarray) -> pa.Array:
     return pa.array(where, pa.int64(), mask=where < 0)
 
 
-def _from(texts: pa.StringArray, mark: str) -> pa.StringArray:
-    """Each text from the first `mark` on (every text holds it), without copying the texts:
-    an array of the same bytes, cut where they start, whose odd rows are wanted."""
-    offsets = np.frombuffer(texts.buffers()[1], np.int32)[texts.offset :][: len(texts) + 1]
-    cut = np.empty(2 * len(texts) + 1, np.int32)
-    cut[0::2] = offsets
-    cut[1::2] = offsets[:-1] + pc.find_substring(texts, mark).to_numpy()
-    return pa.StringArray.from_buffers(2 * len(texts), pa.py_buffer(cut), texts.buffers()[2])
+def _matching(texts: pa.Array, pattern: str) -> np.ndarray:
+    """Indexes of the texts `pattern` matches (a DFA search: no submatches)."""
+    found = pc.fill_null(pc.match_substring_regex(texts, pattern), False)
+    return np.flatnonzero(found.to_numpy(zero_copy_only=False))
 
 
-def _read_from(texts: pa.StringArray, rows: np.ndarray, mark: str, pass_: str) -> pa.Array:
-    """`pass_`'s groups for each text, read from its `mark` on in the texts at `rows` (null
-    elsewhere)."""
-    cut = _from(texts.take(pa.array(rows, pa.int64())), mark)
-    found = pc.extract_regex(cut, pass_).take(pa.array(np.arange(1, len(cut), 2)))
+def _read(texts: pa.Array, pattern: str, rows: np.ndarray | None = None) -> pa.StructArray:
+    """`pattern`'s groups in each text (of the texts at `rows`: null elsewhere)."""
+    some = texts if rows is None else texts.take(pa.array(rows, pa.int64()))
+    found = pc.extract_regex(some, pattern)
     if found.null_count:
-        raise AssertionError(f"{pass_[:30]!r} did not read a text of the common form")
-    return found.take(_where(len(texts), rows))
+        raise AssertionError(f"a pass did not read a text of the common form: {pattern[:40]}")
+    return found if rows is None else found.take(_where(len(texts), rows))
 
 
 def _field(found: pa.Array, name: str) -> pa.Array:
@@ -276,42 +306,19 @@ def _names(joined: pa.Array) -> pa.Array:
     return pc.list_slice(pc.split_pattern_regex(joined, _SPLIT_NAMES), 1)
 
 
-def _called(texts: pa.Array, operands: pa.ListArray) -> pa.ListArray:
+def _called(texts: pa.Array, operands: pa.Array, control: pa.Array) -> pa.ListArray:
     """The called computations of texts of the common form: the names after the text's own
-    name and its operands, as no other '%' is in it."""
+    name and its operands, and before its control predecessors ('%' is nowhere else)."""
     pieces = pc.split_pattern(texts, "%")
     counts = pc.list_value_length(pieces).to_numpy()
     skip = 2 + pc.list_value_length(operands).to_numpy()
+    last = counts - pc.fill_null(pc.count_substring(control, "%"), 0).to_numpy()
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    keep = np.repeat(starts + skip, counts) <= np.arange(counts.sum())
+    at = np.arange(counts.sum()) - np.repeat(starts, counts)
+    keep = (np.repeat(skip, counts) <= at) & (at < np.repeat(last, counts))
     names = pc.extract_regex(pieces.flatten().filter(pa.array(keep)), rf"^(?P<name>{_NAME})")
-    offsets = np.concatenate(([0], np.cumsum(counts - skip))).astype(np.int32)
+    offsets = np.concatenate(([0], np.cumsum(last - skip))).astype(np.int32)
     return pa.ListArray.from_arrays(pa.array(offsets), names.field("name"))
-
-
-def _marked(texts: pa.Array, marks: tuple[str, ...]) -> np.ndarray:
-    """Indexes of the texts that hold one of `marks`."""
-    found = pc.match_substring(texts, marks[0])
-    for mark in marks[1:]:
-        found = pc.or_(found, pc.match_substring(texts, mark))
-    return np.flatnonzero(found.to_numpy(zero_copy_only=False))
-
-
-def _valid_rows(texts: pa.StringArray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The texts of the common form, and for each of _MARKS whether they hold it."""
-    holds = {
-        part: pc.fill_null(pc.count_substring(texts, mark), 0).to_numpy()
-        for part, mark in _MARKS.items()
-    }
-    valid = np.zeros(len(texts), bool)
-    for (metadata, target), pattern in _VALID.items():
-        rows = np.flatnonzero((holds["metadata"] == metadata) & (holds["target"] == target))
-        if len(rows):
-            some = texts.take(pa.array(rows, pa.int64()))
-            matched = pc.fill_null(pc.match_substring_regex(some, pattern), False)
-            valid[rows] = matched.to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(valid)
-    return rows, {part: held[rows] == 1 for part, held in holds.items()}
 
 
 def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
@@ -321,31 +328,33 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    rows, holds = _valid_rows(texts)
+    rows = _matching(texts, _VALID)
     if not len(rows):
         return _PARSED.empty_table(), rows
-    texts = texts.take(pa.array(rows, pa.int64()))
-    head = pc.extract_regex(texts, _HEAD_PASS)
-    if head.null_count:
-        raise AssertionError("_HEAD_PASS did not read a text of the common form")
-    at = {part: np.flatnonzero(held) for part, held in holds.items()}
-    meta = _read_from(texts, at["metadata"], _MARKS["metadata"], _META_PASS)
-    with_type = at["metadata"][_marked(texts.take(pa.array(at["metadata"])), ("op_type=",))]
-    op_type = _read_from(texts, with_type, _MARKS["metadata"], _OP_TYPE_PASS)
-    target = _read_from(texts, at["target"], _MARKS["target"], _TARGET_PASS)
+    if len(rows) < len(texts):
+        texts = texts.take(pa.array(rows, pa.int64()))
+    head = _read(texts, _HEAD_PASS)
+    meta = _read(texts, _META_PASS)
+    rare = _read(texts, _RARE_PASS, _matching(texts, _RARE_MARKS))
     opcode, args = head.field("opcode"), head.field("args")
     is_parameter = pc.equal(opcode, "parameter")
     literal = pc.or_(is_parameter, pc.equal(opcode, "constant"))
     operands = _names(pc.if_else(literal, "", args))
-    calling = _marked(texts, _CALLED_MARKS)
+    calling = pa.array(_matching(texts, _CALLED_MARKS), pa.int64())
+    # The called computations of the texts that have some, then [] for the others.
+    no_calls = pa.array([[]], pa.list_(pa.string()))
     called = pa.concat_arrays(
         [
-            _called(texts.take(pa.array(calling)), operands.take(pa.array(calling))),
-            pa.array([[]], pa.list_(pa.string())),
+            _called(
+                texts.take(calling), operands.take(calling), _field(rare, "control").take(calling)
+            ),
+            no_calls,
         ]
+        if len(calling)
+        else [no_calls]
     )
     where = np.full(len(texts), len(calling), np.int64)
-    where[calling] = np.arange(len(calling))
+    where[calling.to_numpy()] = np.arange(len(calling))
     columns = {
         "opcode": opcode,
         "shape": head.field("shape"),
@@ -353,9 +362,9 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
         "parameter_number": pc.cast(pc.if_else(is_parameter, args, None), pa.int32()),
         "fusion_kind": _field(head, "kind"),
         "called_computations": called.take(pa.array(where)),
-        "custom_call_target": _unquoted(_field(target, "target")),
+        "custom_call_target": _unquoted(_field(rare, "target")),
         "op_name": _unquoted(_meta(meta, "op_name")),
-        "op_type": _unquoted(_meta(op_type, "op_type")),
+        "op_type": _unquoted(_meta(rare, "op_type")),
         "source_file": _unquoted(_meta(meta, "source_file")),
         "source_line": pc.cast(_meta(meta, "source_line"), pa.int32()),
         "stack_frame_id": pc.cast(_meta(meta, "stack_frame_id"), pa.int32()),
