@@ -46,7 +46,9 @@ def expected(text: str) -> dict | None:
 def check(texts: list[str]) -> int:
     """How many of `texts` the column reader took, after checking each against
     parse_instruction."""
+    unread = instructions.UNREAD[0]
     table, rows = instructions.read_fast(pa.array(texts, pa.string()))
+    assert instructions.UNREAD[0] == unread, "a pass did not read a text _VALID took"
     assert np.all(np.diff(rows) > 0)
     for i, got in zip(rows.tolist(), table.to_pylist()):
         assert got == expected(texts[i]), f"{texts[i]!r}"
@@ -178,6 +180,18 @@ def test_parse_batch_rows_and_warnings_in_text_order():
         assert _batch(fast_only)[0].to_pylist() == [
             expected(t) or dict.fromkeys(columns._PARSED.names) for t in fast_only
         ]
+
+
+def test_texts_a_pass_cannot_read_go_the_slow_way(monkeypatch):
+    """Should a pass not read a text _VALID took, the text is parse_instruction's."""
+    texts = ["%x = f32[] add(%c)", "%a = f32[] add(%b)", "%a = f32[] add(%c)"]
+    head = r"^(?P<shape>[^(]*\(%b\))(?P<opcode>)(?P<args>)(?P<kind>)"  # reads only the 2nd
+    monkeypatch.setattr(instructions, "_HEAD_PASS", head)
+    unread = instructions.UNREAD[0]
+    _, rows = instructions.read_fast(pa.array(texts))
+    assert instructions.UNREAD[0] == unread + 2
+    assert rows.tolist() == [1]
+    assert _batch(texts)[0].to_pylist()[::2] == [expected(texts[0]), expected(texts[2])]
 
 
 def test_parse_batch_numbers_too_large_raise_at_their_line():
