@@ -206,3 +206,14 @@ def test_there_is_one_source_of_names():
     """The column reader's patterns are built from hlo's and shapes' pieces."""
     assert hlo._NAME.pattern in instructions._HEAD_PASS
     assert Path(instructions.__file__).read_text().count("\n") < 600
+
+
+def test_parse_texts_leaves_the_other_rows_null():
+    texts = ["%a = f32[] add(%b)", "not an instruction", "%c = f32[] parameter(1)"]
+    table, slow = instructions.parse_texts(pa.array(texts))
+    assert slow.tolist() == [1]
+    assert table.to_pylist() == [
+        expected(texts[0]),
+        dict.fromkeys(columns._PARSED.names),
+        expected(texts[2]),
+    ]
