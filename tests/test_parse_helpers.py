@@ -1,6 +1,7 @@
-"""One large module, more than one core: its instruction texts are shared with helper
-processes (columns.parse_batch), and whatever they parse must be what one process
-parses: the same rows, the same warnings in the same order, the same first error."""
+"""One large module, more than one core: with cores to spare its column reader reads
+ahead on threads and its instruction texts are parsed by several threads
+(columns.parse_batch), and what they parse must be what one thread parses: the same
+rows, the same warnings in the same order, the same first error."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import pytest
 import bufferhouse
 from bufferhouse.errors import ParseError
 from bufferhouse.load import schedule
-from bufferhouse.load.workers import helper_pool
 from bufferhouse.parse import parse_module
 from bufferhouse.parse.discover import discover
 from bufferhouse.parse.text import columns
@@ -32,18 +32,11 @@ LARGE = [
 ]
 
 
-@pytest.fixture(scope="module")
-def helpers():
-    pool = helper_pool(2)
-    yield pool
-    pool.shutdown()
-
-
 @pytest.mark.parametrize("files", LARGE, ids=[Path(g.display).parent.parent.name for g in LARGE])
-def test_helpers_parse_a_module_as_one_process_does(files, helpers, monkeypatch):
+def test_threads_parse_a_module_as_one_thread_does(files, monkeypatch):
     monkeypatch.setattr(columns, "_PARSE_BATCH", 7)  # many batches, shared out
     alone = parse_module(files.dump_files(), files.hlo)
-    shared = parse_module(files.dump_files(), files.hlo, helpers=helpers)
+    shared = parse_module(files.dump_files(), files.hlo, threads=3)
     assert len(alone.tables["instructions"]) > 10 * 7
     assert shared.rows() == alone.rows()
     assert shared.facts == alone.facts
@@ -61,27 +54,27 @@ def _batches(texts: pa.Array, lines: pa.Array, size: int) -> list[tuple[pa.Array
     return [(texts.slice(i, size), lines.slice(i, size)) for i in range(0, len(texts), size)]
 
 
-def test_warnings_come_in_the_order_one_process_gives_them(helpers):
+def test_warnings_come_in_the_order_one_thread_gives_them():
     texts, lines = _texts(200, {3: "%x = garbage", 150: "%y = f32[] nonsense", 190: "junk"})
     batches = _batches(texts, lines, 10)
-    alone = columns._parse_batches(batches, "dump.txt", None)
-    shared = columns._parse_batches(batches, "dump.txt", helpers)
+    alone = columns._parse_batches(batches, "dump.txt", 0)
+    shared = columns._parse_batches(batches, "dump.txt", 3)
     assert [t.to_pylist() for t, _ in shared] == [t.to_pylist() for t, _ in alone]
     warned = [(w.line, w.message) for _, ws in shared for w in ws]
     assert warned == [(w.line, w.message) for _, ws in alone for w in ws]
     assert [line for line, _ in warned] == [103, 250, 290]
 
 
-def test_the_error_raised_is_that_of_the_first_failing_batch(helpers):
+def test_the_error_raised_is_that_of_the_first_failing_batch():
     """Two numbers too large for their column, in batches far apart: whichever process
-    meets its batch first, the error is the earlier line's, as in one process."""
+    meets its batch first, the error is the earlier line's, as in one thread."""
     big = "%a{} = f32[] add(%b), metadata={{source_line=99999999999}}"
     texts, lines = _texts(200, {42: big.format(42), 187: big.format(187)})
     batches = _batches(texts, lines, 10)
     with pytest.raises(ParseError) as alone:
-        columns._parse_batches(batches, "dump.txt", None)
+        columns._parse_batches(batches, "dump.txt", 0)
     with pytest.raises(ParseError) as shared:
-        columns._parse_batches(batches, "dump.txt", helpers)
+        columns._parse_batches(batches, "dump.txt", 3)
     assert (shared.value.line, shared.value.message) == (alone.value.line, alone.value.message)
     assert shared.value.line == 142
 
@@ -89,20 +82,22 @@ def test_the_error_raised_is_that_of_the_first_failing_batch(helpers):
 @pytest.mark.parametrize(
     ("sizes", "jobs", "cores", "expected"),
     [
-        ([200 << 20], None, 2, 1),  # one large module, all cores by default: one helps
+        ([200 << 20], None, 2, 1),  # one large module, all cores by default: one more thread
         ([200 << 20], 2, 2, 1),
-        ([200 << 20], 8, 64, 3),  # at most MAX_HELPERS
+        ([200 << 20], 8, 64, 3),  # at most MAX_THREADS
         ([200 << 20], None, 64, 3),
         ([200 << 20], 1, 2, 0),  # --jobs 1: one process, nothing more
         ([200 << 20], None, 1, 0),  # one core
-        ([1 << 20], None, 2, 0),  # a small module: helpers cost more than they save
-        ([200 << 20, 200 << 20], 2, 2, 0),  # two modules: two parsers, no helpers
+        ([1 << 20], None, 2, 0),  # a small module: too little to share
+        ([200 << 20, 200 << 20], 2, 2, 0),  # two modules: two parser processes instead
     ],
 )
-def test_helpers_only_where_one_parser_leaves_cores_idle(monkeypatch, sizes, jobs, cores, expected):
+def test_more_threads_only_where_one_parser_leaves_cores_idle(
+    monkeypatch, sizes, jobs, cores, expected
+):
     monkeypatch.setattr(schedule, "input_bytes", lambda group: sizes[group])
     monkeypatch.setattr(schedule.os, "cpu_count", lambda: cores)
-    assert schedule.helper_processes(list(range(len(sizes))), jobs) == expected
+    assert schedule.spare_threads(list(range(len(sizes))), jobs) == expected
 
 
 def _table(db: Path, name: str) -> list[tuple]:
@@ -110,16 +105,16 @@ def _table(db: Path, name: str) -> list[tuple]:
         return con.execute(f"SELECT * EXCLUDE (module_id) FROM {name} ORDER BY ALL").fetchall()
 
 
-def test_an_ingest_with_helpers_stores_what_one_process_stores(tmp_path, monkeypatch):
+def test_an_ingest_with_spare_cores_stores_what_one_thread_stores(tmp_path, monkeypatch):
     files = LARGE[1]
-    monkeypatch.setattr(schedule, "HELPER_MIN_BYTES", 0)
+    monkeypatch.setattr(schedule, "THREADS_MIN_BYTES", 0)
     monkeypatch.setattr(columns, "_PARSE_BATCH", 9)
     seen: list[int] = []
     original = columns._parse_batches
 
-    def spy(batches, used_path, helpers):
-        seen.append(0 if helpers is None else columns._helper_count(helpers))
-        return original(batches, used_path, helpers)
+    def spy(batches, used_path, threads):
+        seen.append(threads)
+        return original(batches, used_path, threads)
 
     monkeypatch.setattr(columns, "_parse_batches", spy)
     one = bufferhouse.ingest([files.directory], tmp_path / "one.duckdb", jobs=1)

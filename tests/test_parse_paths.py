@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -51,16 +50,8 @@ def test_fast_and_slow_paths_agree(files):
     assert _outcome(files, "vector") == _outcome(files, "lines")
 
 
-@pytest.fixture(scope="module")
-def spare_cores():
-    """An executor standing for spare cores (parse_module's `helpers`): threads here, so the
-    test stays fast; tests/test_parse_helpers.py uses processes."""
-    with ThreadPoolExecutor(2) as executor:
-        yield executor
-
-
 @pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
-def test_spare_cores_change_nothing(files, spare_cores, monkeypatch):
+def test_spare_cores_change_nothing(files, monkeypatch):
     """With a core to spare, the column reader reads ahead and reads Used values blocks
     on threads, and instruction texts are shared out: on 256-byte chunks (256 of the
     294 modules then read more than one) and batches of five texts, every module still
@@ -68,9 +59,7 @@ def test_spare_cores_change_nothing(files, spare_cores, monkeypatch):
     monkeypatch.setattr(vector, "_CHUNK", 256)
     monkeypatch.setattr(columns, "_PARSE_BATCH", 5)
     try:
-        parsed = parse_module(
-            files.dump_files(), files.hlo, vector_min_bytes=0, helpers=spare_cores
-        )
+        parsed = parse_module(files.dump_files(), files.hlo, vector_min_bytes=0, threads=2)
     except DumpError as exc:
         threaded = ("error", type(exc).__name__, exc.path, exc.line, exc.message)
     else:

@@ -21,8 +21,8 @@ import duckdb
 from bufferhouse.errors import BufferhouseError, WarehouseError
 from bufferhouse.load import handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
-from bufferhouse.load.schedule import helper_processes, largest_first, parser_processes
-from bufferhouse.load.workers import helper_pool, parse_in_workers
+from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
+from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files
 from bufferhouse.parse.discover import LogFile, ModuleFiles, discover, discover_logs
@@ -174,11 +174,11 @@ def run_batches(
     """
     handoff.remove_leftovers()
     known = writer.module_ids
-    helpers = helper_pool(helper_processes(groups, jobs))
+    threads = spare_threads(groups, jobs)
     jobs = parser_processes(groups, jobs)
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes, helpers=helpers)) for g in largest_first(groups)
+            (g, parse_files(g, known, max_bytes, threads=threads)) for g in largest_first(groups)
         )
     else:
         results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
@@ -206,13 +206,11 @@ def run_batches(
         for outcome in outcomes:
             report_outcome(outcome)
 
-    def flush(thread: ThreadPoolExecutor, last: bool = False) -> None:
+    def flush(thread: ThreadPoolExecutor) -> None:
         nonlocal writing
         batch, outcomes = writer.take(), waiting[:]
         waiting.clear()
         settle()
-        if last:
-            writer.before_last_batch()
         writing = (thread.submit(writer.write, batch), outcomes)
 
     def writer_idle() -> bool:
@@ -233,14 +231,12 @@ def run_batches(
                     seen = len(report.outcomes) + report.logs_skipped + written + len(waiting)
                     report.stopped_early = seen < len(groups)
                     break
-            flush(thread, last=True)
+            flush(thread)
             settle()
         finally:
             close = getattr(results, "close", None)
             if close is not None:
                 close()
-            if helpers is not None:
-                helpers.shutdown(wait=False, cancel_futures=True)
             if writing is not None:  # leaving on an error: let the write finish, quietly
                 with contextlib.suppress(Exception):
                     writing[0].result()

@@ -29,22 +29,22 @@ def parser_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
     return max(1, min(jobs, len(groups) or 1))
 
 
-#: A module this large, parsed alone, shares its instruction texts with helper processes
-#: when cores are spare (helper_processes); below it their start costs more than they save.
-HELPER_MIN_BYTES = PARALLEL_MIN_BYTES
-#: At most this many helpers: the texts of a 200 MB module are ten batches.
-MAX_HELPERS = 3
+#: A module this large, parsed alone, is parsed with more threads when cores are spare
+#: (spare_threads); below it there is too little to share.
+THREADS_MIN_BYTES = PARALLEL_MIN_BYTES
+#: At most this many more threads: the texts of a 200 MB module are ten batches.
+MAX_THREADS = 3
 
 
-def helper_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
-    """How many processes help the one parser process with a large module's instruction
-    texts: the cores that `jobs` (by default all) grants and one parser leaves idle."""
+def spare_threads(groups: list[ModuleFiles], jobs: int | None) -> int:
+    """How many more threads the one parser may use on a large module (parse_module's
+    `threads`): the cores that `jobs` (by default all) grants and one parser leaves idle."""
     if parser_processes(groups, jobs) != 1:
         return 0
     asked = jobs if jobs is not None else os.cpu_count() or 1
-    if asked < 2 or max(map(input_bytes, groups), default=0) < HELPER_MIN_BYTES:
+    if asked < 2 or max(map(input_bytes, groups), default=0) < THREADS_MIN_BYTES:
         return 0
-    return min(asked - 1, MAX_HELPERS)
+    return min(asked - 1, MAX_THREADS)
 
 
 def largest_first(groups: list[ModuleFiles]) -> list[ModuleFiles]:

@@ -65,10 +65,6 @@ def _follow(parent: int) -> None:
     threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
 
 
-def _init_helper(parent: int) -> None:
-    _follow(parent)
-
-
 def _context() -> multiprocessing.context.BaseContext:
     ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
     if os.name != "nt":
@@ -76,20 +72,6 @@ def _context() -> multiprocessing.context.BaseContext:
         # the modules loaded, instead of importing them itself (0.3 s of CPU a worker).
         ctx.set_forkserver_preload([__name__])
     return ctx
-
-
-def helper_pool(processes: int) -> ProcessPoolExecutor | None:
-    """Processes that parse a share of one large module's instruction texts
-    (parse_module's `helpers`), or None for none. Like the workers, they exit when
-    the ingest process is gone."""
-    if processes < 1:
-        return None
-    pool = ProcessPoolExecutor(
-        processes, mp_context=_context(), initializer=_init_helper, initargs=(os.getpid(),)
-    )
-    for _ in range(processes):  # started now, while the module is read, not when needed
-        pool.submit(int)
-    return pool
 
 
 def _work(files: ModuleFiles) -> ParseResult:

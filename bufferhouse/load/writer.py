@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -325,10 +324,6 @@ class ModuleBuffer:
     def empty(self) -> bool:
         return self.batch.empty
 
-    def before_last_batch(self) -> None:
-        """Called once parsing is over, before the last batch is written: the sink may
-        use the cores the parsers held."""
-
     def take(self) -> Batch:
         """The buffered batch; the buffer starts a new one."""
         batch, self.batch = self.batch, Batch()
@@ -380,11 +375,6 @@ class ModuleWriter(ModuleBuffer):
         #: The run's row in `runs`, written with the first batch: a run that
         #: writes nothing (killed, disk full, nothing new) leaves no trace.
         self.run_row = run_row
-
-    def before_last_batch(self) -> None:
-        # Nothing parses any more: DuckDB's insert and compression get every core
-        # (ingest_paths gave it only the cores the parsers left).
-        self.con.execute(f"SET threads = {os.cpu_count() or 1}")
 
     def write(self, batch: Batch) -> int:
         if batch.empty:

@@ -19,7 +19,6 @@ import os
 import re
 import traceback
 from collections.abc import Container
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -57,22 +56,22 @@ def parse_module(
     *,
     accelerate: bool = True,
     vector_min_bytes: int = VECTOR_MIN_BYTES,
-    helpers: Executor | None = None,
+    threads: int = 0,
 ) -> ParsedModule:
     """Parse a module's files, given as (role, path).
 
     `accelerate=False` runs only the per-line state machine (the reference);
     `vector_min_bytes=0` sends every module the vectorized scanner can read to it.
-    `helpers`, processes that take a share of the instruction texts (columns.parse_batch).
+    `threads`: how many more threads may work on it (cores to spare): they read ahead,
+    read Used values blocks and parse instruction texts, all in Arrow kernels that
+    release the GIL.
     """
     with memory.system_allocator():  # see memory.py: less memory held at the peak
-        # Helpers mean a core to spare: the column reader overlaps its reads on threads too.
-        threaded = helpers is not None
-        scanned = vector.scan(files, vector_min_bytes, threaded) if accelerate else None
+        scanned = vector.scan(files, vector_min_bytes, threads > 0) if accelerate else None
         large = scanned is not None
         if scanned is None:
             scanned = scan.read(files)
-        parsed = finish(scanned, files, hlo_path, read_lines, helpers)
+        parsed = finish(scanned, files, hlo_path, read_lines, threads)
         del scanned
         if large:  # its scratch memory goes back to the OS; small modules skip the call
             memory.release()
@@ -128,7 +127,7 @@ def parse_files(
     max_bytes: int | None = None,
     *,
     accelerate: bool = True,
-    helpers: Executor | None = None,
+    threads: int = 0,
 ) -> ParseResult:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
 
@@ -169,7 +168,7 @@ def parse_files(
                     return ParseResult("skipped", digest, nbytes, error=exc)
                 files.problems.append(exc)
         if dump_files:
-            parsed = parse_module(dump_files, files.hlo, accelerate=accelerate, helpers=helpers)
+            parsed = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
             parsed.facts["assignment_fingerprint"] = proto.assignment_fingerprint(parsed.tables)
             if from_proto is not None:
                 parsed = proto.merge_text_and_proto(parsed, from_proto, files.proto)

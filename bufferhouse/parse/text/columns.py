@@ -8,10 +8,8 @@ prints them, naming the field (rules.fits).
 from __future__ import annotations
 
 import operator
-import sys
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future
 
 import numpy as np
 import pyarrow as pa
@@ -140,12 +138,11 @@ def instructions(
     used_path: str,
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
-    helpers: Executor | None = None,
+    threads: int = 0,
 ) -> pa.Table:
     """One row per distinct defining instruction, from the first text printed for it.
 
-    The texts are parsed a batch at a time, here and, given `helpers` (processes:
-    the parse is Python, which threads would not run at once), there as well."""
+    The texts are parsed a batch at a time, by this thread and `threads` more."""
     used = s.used
     if used["text"].null_count:
         used = used.filter(pc.is_valid(used["text"]))
@@ -167,7 +164,7 @@ def instructions(
         for start in range(0, len(texts), _PARSE_BATCH)
     ]
     parts = []
-    for table_, warnings in _parse_batches(batches, used_path, helpers):
+    for table_, warnings in _parse_batches(batches, used_path, threads):
         parts.append(table_)
         out.warnings.extend(warnings)
     parsed = pa.concat_tables(parts) if parts else _PARSED.empty_table()
@@ -257,8 +254,8 @@ def parse_batch(
     texts: pa.Array, lines: pa.Array, used_path: str
 ) -> tuple[pa.Table, list[DumpError]]:
     """Instruction texts (and the lines that print them) as `_PARSED` rows, with a
-    warning for each text not understood. Runs in a helper process too: it takes and
-    returns Arrow and pickled errors, nothing of the module.
+    warning for each text not understood. Several threads may run it at once: it takes and
+    returns Arrow and errors, nothing of the module.
 
     Texts of the common form are read as columns (text.instructions, RE2 in C++); the
     rest one at a time by hlo.parse_instruction, which reads those the same way."""
@@ -292,61 +289,38 @@ def parse_batch(
 
 
 def _parse_batches(
-    batches: list[tuple[pa.Array, pa.Array]], used_path: str, helpers: Executor | None
+    batches: list[tuple[pa.Array, pa.Array]], used_path: str, threads: int = 0
 ) -> list[tuple[pa.Table, list[DumpError]]]:
-    """parse_batch of every batch, in order. With `helpers`, this process takes batches
-    from the front and one thread per helper hands them out from the back, until the
-    two meet: whoever is faster parses more. The result, warnings and the error raised
-    (that of the first batch in order that fails) are those of parsing them in order."""
-    results: list[tuple[pa.Table, list[DumpError]] | BaseException | None] = [None] * len(batches)
-    workers = 0 if helpers is None or len(batches) < 2 else _helper_count(helpers)
-    if workers:
-        ends = [0, len(batches)]  # next from the front, one past the next from the back
-        lock = threading.Lock()
-
-        def take(front: bool) -> int | None:
-            with lock:
-                if ends[0] >= ends[1]:
-                    return None
-                if front:
-                    ends[0] += 1
-                    return ends[0] - 1
-                ends[1] -= 1
-                return ends[1]
-
-        def hand_out() -> None:
-            # Two batches in flight per helper: it starts the next while this process
-            # (whose parsing holds the GIL) gets round to taking the last one's result.
-            assert helpers is not None
-            flight: list[tuple[int, Future]] = []
-            while True:
-                while len(flight) < 2 and (i := take(front=False)) is not None:
-                    flight.append((i, helpers.submit(parse_batch, *batches[i], used_path)))
-                if not flight:
-                    return
-                i, future = flight.pop(0)
-                try:
-                    results[i] = future.result()
-                except BaseException as exc:  # re-raised in order below
-                    results[i] = exc
-
-        threads = [threading.Thread(target=hand_out, daemon=True) for _ in range(workers)]
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(_SWITCH_SECONDS)
-        for thread in threads:
-            thread.start()
-        try:
-            while (i := take(front=True)) is not None:
-                try:
-                    results[i] = parse_batch(*batches[i], used_path)
-                except ParseError as exc:
-                    results[i] = exc
-        finally:
-            for thread in threads:
-                thread.join()
-            sys.setswitchinterval(switch)
-    else:
+    """parse_batch of every batch, in order, by this thread and `threads` more, each taking
+    the next batch left (the fast path is Arrow's RE2, which releases the GIL). The
+    results, warnings and the error raised (that of the first batch in order that fails)
+    are those of parsing the batches one after another."""
+    if threads < 1 or len(batches) < 2:
         return [parse_batch(*batch, used_path) for batch in batches]
+    results: list[tuple[pa.Table, list[DumpError]] | BaseException | None] = [None] * len(batches)
+    left = iter(range(len(batches)))
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                i = next(left, None)
+            if i is None:
+                return
+            try:
+                results[i] = parse_batch(*batches[i], used_path)
+            except BaseException as exc:  # raised below, in batch order
+                results[i] = exc
+
+    helpers = [
+        threading.Thread(target=work, name="bufferhouse-texts", daemon=True)
+        for _ in range(min(threads, len(batches) - 1))
+    ]
+    for helper in helpers:
+        helper.start()
+    work()
+    for helper in helpers:
+        helper.join()
     out = []
     for result in results:
         if isinstance(result, BaseException):
@@ -354,16 +328,6 @@ def _parse_batches(
         assert result is not None
         out.append(result)
     return out
-
-
-#: While helpers parse, the threads that feed them take the GIL from this process's
-#: parsing within this long (Python's default, 5 ms, kept a helper idle between batches).
-_SWITCH_SECONDS = 0.0005
-
-
-def _helper_count(helpers: Executor) -> int:
-    """How many batches `helpers` parses at once (its processes)."""
-    return max(1, int(getattr(helpers, "_max_workers", 1)))
 
 
 def _too_large_in_text(rows: list[tuple], lines: list[int], used_path: str) -> ParseError:

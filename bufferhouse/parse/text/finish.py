@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor
 
 import numpy as np
 import pyarrow as pa
@@ -80,7 +79,7 @@ def finish(
     files: list[tuple[str, str]],
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
-    helpers: Executor | None = None,
+    threads: int = 0,
 ) -> ParsedModule:
     """The module's tables, facts and warnings, after the cross-checks.
 
@@ -206,7 +205,7 @@ def finish(
     del live_last, live_last_vid
     release(s)
 
-    instr_table = instructions(s, out, used_path, hlo_path, read, helpers)
+    instr_table = instructions(s, out, used_path, hlo_path, read, threads)
 
     # Allocation rows.
     is_parameter = pc.is_valid(allocs["parameter_number"])
