@@ -229,22 +229,8 @@ def _take_ascending(
 
 #: Instruction texts parsed per batch; bounds the Python objects alive at once.
 _PARSE_BATCH = 1 << 15
-#: instructions column -> the hlo.Instruction attribute it is read from.
-_PARSED_FROM = {
-    "opcode": "opcode",
-    "shape": "shape",
-    "operands": "operands",
-    "parameter_number": "parameter_number",
-    "fusion_kind": "fusion_kind",
-    "called_computations": "called",
-    "custom_call_target": "custom_call_target",
-    "op_name": "op_name",
-    "op_type": "op_type",
-    "source_file": "source_file",
-    "source_line": "source_line",
-    "stack_frame_id": "stack_frame_id",
-}
-_PARSED = pa.schema([SCHEMAS["instructions"].field(name) for name in _PARSED_FROM])
+_PARSED_FROM = text_columns.PARSED_FROM
+_PARSED = text_columns.PARSED
 #: All of an Instruction's columns in one C call per text.
 _FIELDS = operator.attrgetter(*_PARSED_FROM.values())
 _UNREAD = (None,) * len(_PARSED)

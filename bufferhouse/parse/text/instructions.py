@@ -18,6 +18,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.parse import hlo, shapes
+from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
+
+#: instructions column -> the hlo.Instruction attribute it is read from: the columns an
+#: instruction text gives (columns.parse_batch's table, whichever way a text is read).
+PARSED_FROM = {
+    "opcode": "opcode",
+    "shape": "shape",
+    "operands": "operands",
+    "parameter_number": "parameter_number",
+    "fusion_kind": "fusion_kind",
+    "called_computations": "called",
+    "custom_call_target": "custom_call_target",
+    "op_name": "op_name",
+    "op_type": "op_type",
+    "source_file": "source_file",
+    "source_line": "source_line",
+    "stack_frame_id": "stack_frame_id",
+}
+PARSED = pa.schema(
+    [arrow_schema(TABLES_BY_NAME["instructions"]).field(name) for name in PARSED_FROM]
+)
 
 __all__ = ["parse_texts", "read_fast"]
 
@@ -333,16 +354,15 @@ def _called(texts: pa.Array, operands: pa.Array, control: pa.Array) -> pa.ListAr
 
 
 def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
-    """The `_PARSED` columns of the texts of the common form, and the (ascending) indexes of
+    """The PARSED columns of the texts of the common form, and the (ascending) indexes of
     those texts; hlo.parse_instruction reads each of them the same."""
-    from bufferhouse.parse.text.columns import _PARSED
 
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     rows = _matching(texts, _VALID)
     while True:
         if not len(rows):
-            return _PARSED.empty_table(), rows
+            return PARSED.empty_table(), rows
         some = texts.take(pa.array(rows, pa.int64())) if len(rows) < len(texts) else texts
         unread = np.zeros(len(rows), bool)
         head = _read(some, _HEAD_PASS, unread)
@@ -386,11 +406,11 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
         "source_line": pc.cast(_meta(meta, "source_line"), pa.int32()),
         "stack_frame_id": pc.cast(_meta(meta, "stack_frame_id"), pa.int32()),
     }
-    return pa.Table.from_arrays([columns[name] for name in _PARSED.names], schema=_PARSED), rows
+    return pa.Table.from_arrays([columns[name] for name in PARSED.names], schema=PARSED), rows
 
 
 def parse_texts(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
-    """A `_PARSED` table for all `texts`, and the indexes of the rows left null: the texts
+    """A PARSED table for all `texts`, and the indexes of the rows left null: the texts
     not of the common form, for the caller to read with hlo.parse_instruction."""
     table, rows = read_fast(texts)
     slow = np.ones(len(texts), bool)
