@@ -466,6 +466,19 @@ def test_discover_logs_skips_xla_dump_names(tmp_path):
     assert found == ["job.err.gz", "job.log"]
 
 
+def test_a_dump_file_given_by_name_is_read_once_as_a_module(tmp_path):
+    """XLA's dump files hold no OOM message: given by name they are modules, not logs too
+    (a large one was read twice and kept from the threads of a module parsed alone)."""
+    dump = tmp_path / "module_0001.jit_f.cpu_after_optimizations-buffer-assignment.txt"
+    dump.write_text("x")
+    log = tmp_path / "job.log"
+    log.write_text("x")
+    renamed = tmp_path / "dump-copy.txt"
+    renamed.write_text("x")
+    found = [Path(entry.path).name for entry in discover_logs([dump, log, renamed])]
+    assert found == ["dump-copy.txt", "job.log"]
+
+
 @pytest.fixture
 def forms_db(tmp_path):
     db = tmp_path / "oom.duckdb"

@@ -338,7 +338,10 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
     those XLA named as dump files (`module_NNNN...`, `-buffer-assignment.txt`):
     logs of `--xla_dump_to=-` and renamed dumps are scanned too, since a log can
     hold modules and OOM messages both. A file given by name is always scanned,
-    but for protos (`.pb`: binary HloProtos and profiles).
+    but for protos (`.pb`: binary HloProtos and profiles) and files named as XLA
+    names its dump files (`-buffer-assignment.txt` and the other roles): those are
+    modules, read once (scanned too, a 200 MB dump given by name was read twice and
+    took two parser processes instead of one with threads).
     """
     logs: list[LogFile] = []
     seen_dirs: set[tuple[int, int]] = set()
@@ -354,8 +357,10 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
         for candidate, explicit in found:
             name = os.path.basename(candidate)
             base = name[:-3] if name.endswith(".gz") else name
-            if base.endswith(".pb") or (
-                not explicit and (not base.endswith(LOG_SUFFIXES) or _xla_named(name))
+            if (
+                base.endswith(".pb")
+                or (explicit and _role_of(name) is not None)
+                or (not explicit and (not base.endswith(LOG_SUFFIXES) or _xla_named(name)))
             ):
                 continue  # protos are binary; XLA's own dump files hold no messages
             if not os.path.isfile(candidate):
