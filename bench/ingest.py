@@ -2,13 +2,18 @@
 
     python bench/ingest.py [--fleet-mb 1000] [--fleet-modules 1000] [--module-mb 500]
                            [--module-format stacktrace] [--quick] [--skip-fleet]
-                           [--skip-module] [--rss-limit-gb 12] [--json FILE]
+                           [--skip-module] [--ten] [--peer EXE] [--rss-limit-gb 12]
+                           [--json FILE]
 
 (a) A fleet: the committed corpus copied into renamed directories (module
 numbers changed, so every copy is a new module) until there are at least
 --fleet-modules modules, topped up with bench/synth modules of 1-30 MB in all
 three formats until the fleet holds --fleet-mb MB of dump text.
 (b) One bench/synth module of --module-mb MB.
+(c) With --ten, issue 20's fleet: ten bench/synth modules of 21 MB, ingested with
+--jobs 1 and --jobs 2 in turn, twice, and with --peer EXE the public peer parser
+(`EXE list-modules DIR`, xla_memory_analyzer: it parses and stores nothing) on
+the same fleet in each turn, so its ratio to ours is taken in one run.
 
 Each is ingested by the installed CLI (`bufferhouse ingest`, a subprocess: what
 users run) into a fresh warehouse. Reported: MB/s and modules/s end to end
