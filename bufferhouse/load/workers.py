@@ -65,15 +65,6 @@ def _follow(parent: int) -> None:
     threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
-    if os.name != "nt":
-        # The fork server imports the parser once; each worker is forked from it with
-        # the modules loaded, instead of importing them itself (0.3 s of CPU a worker).
-        ctx.set_forkserver_preload([__name__])
-    return ctx
-
-
 def _work(files: ModuleFiles) -> ParseResult:
     result = parse_files(files, _known, _max_bytes)
     if result.tables is not None:
@@ -98,7 +89,7 @@ def parse_in_workers(
     the death took down is retried alone once, to tell the culprit from its
     neighbours.
     """
-    ctx = _context()
+    ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
     directory = handoff.make_directory()
 
     def new_pool(workers: int) -> ProcessPoolExecutor:
