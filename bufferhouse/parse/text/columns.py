@@ -246,9 +246,7 @@ def parse_batch(
     Texts of the common form are read as columns (text.instructions, RE2 in C++); the
     rest one at a time by hlo.parse_instruction, which reads those the same way."""
     fast, fast_rows = text_columns.read_fast(texts)
-    slow_rows = np.ones(len(texts), bool)
-    slow_rows[fast_rows] = False
-    slow_rows = np.flatnonzero(slow_rows)
+    slow_rows = text_columns.other_rows(len(texts), fast_rows)
     rows: list[tuple] = []
     warnings: list[DumpError] = []
     line_numbers = lines.take(pa.array(slow_rows, pa.int64())).to_pylist()

@@ -40,7 +40,7 @@ PARSED = pa.schema(
     [arrow_schema(TABLES_BY_NAME["instructions"]).field(name) for name in PARSED_FROM]
 )
 
-__all__ = ["parse_texts", "read_fast"]
+__all__ = ["other_rows", "parse_texts", "read_fast"]
 
 # -- patterns -------------------------------------------------------------------------------
 # RE2 syntax (no lookarounds, no backreferences), from the pieces of hlo and shapes where they
@@ -413,6 +413,11 @@ def parse_texts(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray
     """A PARSED table for all `texts`, and the indexes of the rows left null: the texts
     not of the common form, for the caller to read with hlo.parse_instruction."""
     table, rows = read_fast(texts)
-    slow = np.ones(len(texts), bool)
-    slow[rows] = False
-    return table.take(_where(len(texts), rows)), np.flatnonzero(slow)
+    return table.take(_where(len(texts), rows)), other_rows(len(texts), rows)
+
+
+def other_rows(n: int, rows: np.ndarray) -> np.ndarray:
+    """The indexes of 0..n-1 not in `rows`: the texts read_fast left to the slow path."""
+    left = np.ones(n, bool)
+    left[rows] = False
+    return np.flatnonzero(left)
