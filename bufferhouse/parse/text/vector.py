@@ -137,6 +137,36 @@ def _lines(text: bytes) -> pa.LargeStringArray:
 
 
 _HEAD_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in g.SECTIONS) + ")"
+#: The first three bytes of every section marker, as one number each (see _section_heads).
+_HEAD_STARTS = np.array(
+    sorted({int.from_bytes(prefix.encode()[:3], "big") for prefix, _ in g.SECTIONS}),
+    dtype=np.int32,
+)
+assert min(len(prefix.encode()) for prefix, _ in g.SECTIONS) >= 3
+
+
+def _section_heads(lines: pa.LargeStringArray) -> np.ndarray:
+    """Indices of the section marker lines among `lines`.
+
+    A marker is a line that starts with one of the SECTIONS prefixes. RE2 over
+    every line of a chunk cost 0.39 CPU-s on a 208 MB module; first the lines
+    whose first three bytes begin a marker are found with numpy (0.07 CPU-s
+    with the check below), and the pattern runs on those few only.
+    """
+    _, offsets, data = lines.buffers()
+    ends = np.frombuffer(offsets, dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
+    starts = ends[:-1]
+    long_enough = np.flatnonzero(ends[1:] - starts >= 3)  # a marker has three bytes or more
+    if data is None or not len(long_enough):
+        return np.zeros(0, dtype=np.int64)
+    text = np.frombuffer(data, dtype=np.uint8)
+    at = starts[long_enough]
+    first = (text[at].astype(np.int32) << 16) | (text[at + 1].astype(np.int32) << 8) | text[at + 2]
+    maybe = long_enough[np.isin(first, _HEAD_STARTS)]
+    if not len(maybe):
+        return maybe
+    found = pc.match_substring_regex(pc.take(lines, pa.array(maybe)), _HEAD_PATTERN)
+    return maybe[found.to_numpy(zero_copy_only=False)]
 
 
 def _ahead(
@@ -188,9 +218,7 @@ def _scan_chunks(
     total = 0
     for first, lines in chunks:
         total = first + len(lines)
-        at = np.flatnonzero(
-            pc.match_substring_regex(lines, _HEAD_PATTERN).to_numpy(zero_copy_only=False)
-        )
+        at = _section_heads(lines)
         kinds = [g.section_kind(line) for line in pc.take(lines, pa.array(at)).to_pylist()]
         _check_order(kinds, seen)
         bounds = [0, *at.tolist(), len(lines)]
