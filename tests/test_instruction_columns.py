@@ -212,12 +212,18 @@ def test_there_is_one_source_of_names():
     assert Path(instructions.__file__).read_text().count("\n") < 600
 
 
-def test_parse_texts_leaves_the_other_rows_null():
+def test_the_other_rows_are_left_to_the_slow_path():
+    """read_fast reads the common form; other_rows is the rest, which parse_batch reads
+    with parse_instruction (null, with a warning, where that fails too)."""
     texts = ["%a = f32[] add(%b)", "not an instruction", "%c = f32[] parameter(1)"]
-    table, slow = instructions.parse_texts(pa.array(texts))
-    assert slow.tolist() == [1]
+    fast, rows = instructions.read_fast(pa.array(texts))
+    assert rows.tolist() == [0, 2]
+    assert instructions.other_rows(len(texts), rows).tolist() == [1]
+    assert fast.to_pylist() == [expected(texts[0]), expected(texts[2])]
+    table, warnings = _batch(texts)
     assert table.to_pylist() == [
         expected(texts[0]),
         dict.fromkeys(columns._PARSED.names),
         expected(texts[2]),
     ]
+    assert [(w.path, w.line) for w in warnings] == [("dump.txt", 20)]

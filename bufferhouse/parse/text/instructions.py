@@ -40,7 +40,7 @@ PARSED = pa.schema(
     [arrow_schema(TABLES_BY_NAME["instructions"]).field(name) for name in PARSED_FROM]
 )
 
-__all__ = ["other_rows", "parse_texts", "read_fast"]
+__all__ = ["other_rows", "read_fast"]
 
 # -- patterns -------------------------------------------------------------------------------
 # RE2 syntax (no lookarounds, no backreferences), from the pieces of hlo and shapes where they
@@ -403,13 +403,6 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
         "stack_frame_id": pc.cast(_meta(meta, "stack_frame_id"), pa.int32()),
     }
     return pa.Table.from_arrays([columns[name] for name in PARSED.names], schema=PARSED), rows
-
-
-def parse_texts(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
-    """A PARSED table for all `texts`, and the indexes of the rows left null: the texts
-    not of the common form, for the caller to read with hlo.parse_instruction."""
-    table, rows = read_fast(texts)
-    return table.take(_where(len(texts), rows)), other_rows(len(texts), rows)
 
 
 def other_rows(n: int, rows: np.ndarray) -> np.ndarray:
