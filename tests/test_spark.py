@@ -169,3 +169,39 @@ def test_oom_tables_and_queries_on_spark(spark, oom_db, tmp_path):
         want = _duckdb_rows(name, oom_db)
         assert want, name
         assert sorted(got, key=repr) == sorted(want, key=repr), name
+
+
+def test_read_dataset_puts_the_labels_of_every_copy_on_the_kept_one(spark, tmp_path):
+    """Two runs stored a copy of module h1 and of event e1: read_dataset keeps the copy
+    of the lowest run, and the labels of both copies on it, once each."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def put(table: str, run: int, id_: str, ids: list[int], **columns: list[str]) -> None:
+        part = tmp_path / table / f"run_id={run}"
+        part.mkdir(parents=True)
+        pq.write_table(pa.table({id_: pa.array(ids, pa.int64()), **columns}), part / "p.parquet")
+
+    put("modules", 1, "module_id", [10], content_hash=["h1"])
+    put("modules", 2, "module_id", [20, 21], content_hash=["h1", "h2"])
+    put("labels", 1, "module_id", [10, 10], key=["a", "x"], value=["1", "9"])
+    put("labels", 2, "module_id", [20, 20, 21], key=["a", "b", "c"], value=["1", "2", "3"])
+    put("oom_events", 1, "event_id", [5], event_hash=["e1"])
+    put("oom_events", 2, "event_id", [7], event_hash=["e1"])
+    put("oom_labels", 1, "event_id", [5], key=["k"], value=["v"])
+    put("oom_labels", 2, "event_id", [7, 7], key=["k", "w"], value=["v", "u"])
+    tables = bhs.read_dataset(spark, tmp_path)
+    assert sorted(tuple(r) for r in tables["modules"].select("module_id").collect()) == [
+        (10,),
+        (21,),
+    ]
+    assert sorted(tuple(r) for r in tables["labels"].collect()) == [
+        (10, "a", "1"),
+        (10, "b", "2"),
+        (10, "x", "9"),
+        (21, "c", "3"),
+    ]
+    assert sorted(tuple(r) for r in tables["oom_labels"].collect()) == [
+        (5, "k", "v"),
+        (5, "w", "u"),
+    ]

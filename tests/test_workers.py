@@ -3,7 +3,7 @@
 `parse_in_workers` hands results over as modules finish (a large module must
 not hold back the small ones queued behind it), and a worker killed mid-run
 costs nothing: the modules its pool held are parsed again and every module
-lands exactly once.
+lands exactly once, whether the death shows in a future or in the next submit.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -22,8 +24,9 @@ import pytest
 import bufferhouse
 from bench import synth
 from bufferhouse.check import check_warehouse
-from bufferhouse.load import handoff, parse_in_workers
-from bufferhouse.load.schedule import input_bytes
+from bufferhouse.load import handoff, parse_in_workers, workers
+from bufferhouse.load.schedule import input_bytes, largest_first
+from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
@@ -119,6 +122,117 @@ def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
     assert check_warehouse(db).ok
 
 
+def _dying_pool(die_at: int | None = None) -> type[ProcessPoolExecutor]:
+    """A real process pool whose workers die where the test says, deterministically.
+
+    A module whose stem names `poison` runs as os._exit(1): its worker dies, as under
+    the OOM killer, in every pool (the one it is parsed alone in too). With `die_at`,
+    the die_at-th submit to the first pool makes a worker exit that way first. The
+    submit after a death waits until the pool has seen it, so that submit raises
+    BrokenProcessPool: the death falls between the ingest's wait and its next
+    submit, the race a loaded machine hit 1 run in 13.
+    """
+
+    class DyingPool(ProcessPoolExecutor):
+        pools = 0
+        raised = 0  # submits that raised BrokenProcessPool
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.number, self.submits = DyingPool.pools, 0
+            self.death: Future | None = None
+            DyingPool.pools += 1
+
+        def submit(self, fn, files):
+            self.submits += 1
+            if self.number == 0 and self.submits == die_at:
+                self.death = super().submit(os._exit, 1)
+            if self.death is not None:
+                self.death.exception()  # returns once the pool has seen the death
+                try:
+                    return super().submit(fn, files)
+                except BrokenProcessPool:
+                    DyingPool.raised += 1
+                    raise
+            if "poison" in files.stem:
+                self.death = super().submit(os._exit, 1)
+                return self.death
+            return super().submit(fn, files)
+
+    return DyingPool
+
+
+def _parse_with(pool: type[ProcessPoolExecutor], groups, monkeypatch) -> tuple[dict, str]:
+    """Each module's outcome from parse_in_workers with `pool`, and its hand-off directory."""
+    made = []
+
+    def make_directory():
+        made.append(real())
+        return made[-1]
+
+    real = handoff.make_directory
+    monkeypatch.setattr(handoff, "make_directory", make_directory)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", pool)
+    outcomes: dict[str, list] = {}
+    for files, result in parse_in_workers(groups, 2, frozenset(), None):
+        outcomes.setdefault(files.stem, []).append(result)
+    assert sorted(outcomes) == sorted(g.stem for g in groups)
+    assert all(len(results) == 1 for results in outcomes.values()), outcomes  # once each
+    (directory,) = made
+    return {stem: results[0] for stem, results in outcomes.items()}, directory
+
+
+def _row_counts(result) -> dict[str, int]:
+    return {name: table.num_rows for name, table in result.tables.items()}
+
+
+@pytest.mark.parametrize("poisons", [1, 2])
+def test_a_death_seen_by_submit_fails_only_its_module(tmp_path, monkeypatch, poisons):
+    """The largest modules kill their worker, and the submit after each death raises
+    BrokenProcessPool (the module it was for stays queued): each poison is parsed
+    alone, dies again and is reported failed; every other module loads, once."""
+    shutil.copytree(SAMPLES, tmp_path / "tree")
+    sample = (SAMPLES / "003_186bba49641ec33a.txt").read_text()
+    for n in range(poisons):  # never parsed: as large as it must be to go first
+        padding = "\n" * (10_000 * (poisons - n))
+        (tmp_path / "tree" / f"poison{n}-buffer-assignment.txt").write_text(sample + padding)
+    groups = discover([tmp_path / "tree"])
+    assert [g.stem for g in largest_first(groups)[:poisons]] == [
+        f"poison{n}" for n in range(poisons)
+    ]
+    pool = _dying_pool()
+    outcomes, directory = _parse_with(pool, groups, monkeypatch)
+    assert pool.raised == poisons  # each death was seen by a submit
+    for files in groups:
+        result = outcomes[files.stem]
+        if "poison" in files.stem:
+            assert result.status == "failed"
+            assert result.error.message == (
+                "the parser process died (out of memory?); module skipped"
+            )
+        else:
+            assert result.status == "parsed", result.error
+            assert _row_counts(result) == _row_counts(parse_files(files))
+    assert not Path(directory).exists()
+
+
+def test_a_worker_dying_between_wait_and_submit_loses_no_module(tmp_path, monkeypatch):
+    """A worker exits after the first wait, before the next submit, which raises
+    BrokenProcessPool: the modules the death took down and the one not submitted
+    are parsed in the rebuilt pool, and every module loads, once."""
+    shutil.copytree(SAMPLES, tmp_path / "tree" / "samples")
+    for program in sorted(p for p in (CORPUS / "jax-0.10.2").iterdir() if p.is_dir())[:6]:
+        shutil.copytree(program, tmp_path / "tree" / program.name)
+    groups = discover([tmp_path / "tree"])
+    pool = _dying_pool(die_at=5)  # 4 in flight (2 x jobs), then one done, then submit 5
+    outcomes, directory = _parse_with(pool, groups, monkeypatch)
+    assert pool.raised == 1
+    for files in groups:
+        assert outcomes[files.stem].status == "parsed", outcomes[files.stem].error
+        assert _row_counts(outcomes[files.stem]) == _row_counts(parse_files(files))
+    assert not Path(directory).exists()
+
+
 def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch):
     ingest_stage = sys.modules["bufferhouse.load.schedule"]  # where the thresholds live
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
@@ -190,7 +304,9 @@ def test_workers_die_within_seconds_of_a_killed_ingest(tree, tmp_path):
     assert len(below) >= 3  # fork server, two workers (and the resource tracker)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 20  # they notice within a second; a loaded machine is slow to reap
+    deadline = (
+        time.monotonic() + 20
+    )  # they notice within a second; a loaded machine is slow to reap
     while time.monotonic() < deadline and any(map(handoff.alive, below)):
         time.sleep(0.1)
     assert not [p for p in below if handoff.alive(p)], "processes outlived the ingest"

@@ -13,8 +13,15 @@ import os
 import select
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import (
+    ALL_COMPLETED,
+    FIRST_COMPLETED,
+    Future,
+    ProcessPoolExecutor,
+    wait,
+)
 from concurrent.futures.process import BrokenProcessPool
 
 from bufferhouse.errors import DumpError
@@ -86,8 +93,9 @@ def parse_in_workers(
     2 x jobs modules are in flight, so memory stays bounded however large the
     tree. A worker that dies (out of memory, a crash in a native library)
     fails only the module it was parsing: the pool is rebuilt and each module
-    the death took down is retried alone once, to tell the culprit from its
-    neighbours.
+    the death took down is retried, the first alone, to tell the culprit from
+    its neighbours. The death may show in a future or, when it falls between a
+    wait and the next submit, in that submit (the module stays queued).
     """
     ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
     directory = handoff.make_directory()
@@ -108,33 +116,40 @@ def parse_in_workers(
     pool = new_pool(jobs)
     handoff.note_semaphores(directory)
     pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
-    todo = iter(largest_first(groups))
+    todo = deque(largest_first(groups))
     try:
         while True:
-            while len(pending) < 2 * jobs:
-                nxt = next(todo, None)
-                if nxt is None:
+            broken = False
+            while len(pending) < 2 * jobs and todo:
+                try:
+                    pending[pool.submit(_work, todo[0])] = todo[0]
+                except BrokenProcessPool:
+                    # A worker died since the last wait: the module stays queued.
+                    broken = True
                     break
-                pending[pool.submit(_work, nxt)] = nxt
-            if not pending:
+                todo.popleft()
+            if not pending and not broken:
                 return
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            broken = None
+            done, _ = wait(pending, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
+            if not broken and any(isinstance(f.exception(), BrokenProcessPool) for f in done):
+                broken = True
+                done, _ = wait(pending)  # a broken pool fails at once each future it holds
+            lost: list[ModuleFiles] = []  # what the death took down, in submission order
             for future in [f for f in pending if f in done]:
                 if isinstance(future.exception(), BrokenProcessPool):
-                    broken = broken or future
+                    lost.append(pending.pop(future))
                 else:
                     yield pending.pop(future), received(future.result())
-            if broken is None:
+            if not broken:
                 continue
             # The pool is gone, and every module it held with it: the first is parsed
             # alone (if it killed the worker, it fails alone), the rest in a new pool.
             pool.shutdown(wait=False, cancel_futures=True)
-            files = pending.pop(broken)
-            yield files, received(_parse_alone(new_pool, files))
+            todo.extendleft(reversed(lost[1:]))
+            if lost:
+                yield lost[0], received(_parse_alone(new_pool, lost[0]))
             pool = new_pool(jobs)
             handoff.note_semaphores(directory)
-            pending = {pool.submit(_work, f): f for f in pending.values()}
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         handoff.remove_directory(directory)  # with the files of results never read

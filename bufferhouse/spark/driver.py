@@ -215,6 +215,18 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
         rank = functions.row_number().over(window.Window.partitionBy(key).orderBy(*order))
         return df.withColumn("_bh_n", rank).filter("_bh_n = 1").drop("_bh_n")
 
+    def on_kept_copy(name: str, owners: str, kept: DataFrame, key: str, content: str) -> DataFrame:
+        """The labels in table `name` of every copy in `owners`, on the copy in `kept` with
+        the same `content` hash, once each."""
+        copies = raw[owners].select(key, content)
+        return (
+            raw[name]
+            .join(copies, key)
+            .join(kept.select(functions.col(key).alias("_bh_kept"), content), content)
+            .select(functions.col("_bh_kept").alias(key), *TABLES_BY_NAME[name].column_names[1:])
+            .distinct()
+        )
+
     modules = first_copy(raw["modules"], "content_hash", "run_id", "module_id")
     keep = modules.select("module_id", "run_id")
     # OOM events as modules: per event_hash the copy of the lowest run_id, then event_id
@@ -227,14 +239,7 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
         if table.name == "modules":
             df = modules
         elif table.name == "labels":
-            copies = raw["modules"].select("module_id", "content_hash")
-            kept = modules.select(functions.col("module_id").alias("_bh_kept"), "content_hash")
-            df = (
-                df.join(copies, "module_id")
-                .join(kept, "content_hash")
-                .select(functions.col("_bh_kept").alias("module_id"), *cols[1:])
-                .distinct()
-            )
+            df = on_kept_copy("labels", "modules", modules, "module_id", "content_hash")
         elif table.name == "diagnostics":
             df = (
                 df.filter("module_id IS NULL AND event_id IS NULL")
@@ -246,14 +251,7 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
         elif table.name == "oom_buffers":
             df = df.join(keep_events, ["event_id", "run_id"], "left_semi")
         elif table.name == "oom_labels":
-            copies = raw["oom_events"].select("event_id", "event_hash")
-            kept = events.select(functions.col("event_id").alias("_bh_kept"), "event_hash")
-            df = (
-                df.join(copies, "event_id")
-                .join(kept, "event_hash")
-                .select(functions.col("_bh_kept").alias("event_id"), *cols[1:])
-                .distinct()
-            )
+            df = on_kept_copy("oom_labels", "oom_events", events, "event_id", "event_hash")
         elif table.per_module:
             df = df.join(keep, ["module_id", "run_id"], "left_semi")
         elif not is_partitioned(table):

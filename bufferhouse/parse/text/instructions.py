@@ -40,7 +40,7 @@ PARSED = pa.schema(
     [arrow_schema(TABLES_BY_NAME["instructions"]).field(name) for name in PARSED_FROM]
 )
 
-__all__ = ["other_rows", "parse_texts", "read_fast"]
+__all__ = ["other_rows", "read_fast"]
 
 # -- patterns -------------------------------------------------------------------------------
 # RE2 syntax (no lookarounds, no backreferences), from the pieces of hlo and shapes where they
@@ -305,11 +305,6 @@ def _read(
     return found if rows is None else found.take(_where(len(texts), rows))
 
 
-#: Texts _VALID took that a pass then did not read, left to the slow path (a test holds
-#: this at zero on every text it tries).
-UNREAD = [0]
-
-
 def _field(found: pa.Array, name: str) -> pa.Array:
     """A group of a pass as a column: null where the group took no part in the match (RE2
     gives ""), or where the pass was not run."""
@@ -370,7 +365,8 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
         rare = _read(some, _RARE_PASS, unread, _matching(some, _RARE_MARKS))
         if not unread.any():
             break
-        UNREAD[0] += int(unread.sum())
+        # Texts _VALID took that a pass did not read go the slow way (none should:
+        # tests/test_instruction_columns.py checks that rows are all _VALID took).
         rows = rows[~unread]
     texts = some
     opcode, args = head.field("opcode"), head.field("args")
@@ -407,13 +403,6 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
         "stack_frame_id": pc.cast(_meta(meta, "stack_frame_id"), pa.int32()),
     }
     return pa.Table.from_arrays([columns[name] for name in PARSED.names], schema=PARSED), rows
-
-
-def parse_texts(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
-    """A PARSED table for all `texts`, and the indexes of the rows left null: the texts
-    not of the common form, for the caller to read with hlo.parse_instruction."""
-    table, rows = read_fast(texts)
-    return table.take(_where(len(texts), rows)), other_rows(len(texts), rows)
 
 
 def other_rows(n: int, rows: np.ndarray) -> np.ndarray:
