@@ -34,12 +34,13 @@ from tests.test_faults import _snapshot
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:
-    """Small real modules, then a 6 MB synth module last in discovery order."""
+    """Small real modules, then a 16 MB synth module last in discovery order: its parse
+    outlasts a second worker's start even on a loaded machine (at 6 MB it did not, 1 run in 30)."""
     root = tmp_path_factory.mktemp("workers")
     shutil.copytree(SAMPLES, root / "a_samples")
     for program in sorted(p for p in (CORPUS / "jax-0.10.2").iterdir() if p.is_dir())[:6]:
         shutil.copytree(program, root / "b_small" / program.name)
-    synth.synthesize(root / "z_large", 6.0, "combined", name="jit_large")
+    synth.synthesize(root / "z_large", 16.0, "combined", name="jit_large")
     return root
 
 
