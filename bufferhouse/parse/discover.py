@@ -52,6 +52,9 @@ class ModuleFiles:
     program: str | None = None
     plane_offset: int = 0
     xplane_backend: str | None = None
+    #: The program's HloProto, once read (`parse.with_programs` reads every program of
+    #: a profile in one pass); None: parse_files reads it from the profile itself.
+    program_data: bytes | None = field(default=None, repr=False, compare=False)
     #: Why the group is not a module (e.g. an HloProto from before optimizations):
     #: it is skipped quietly and counted.
     skip: str | None = None
