@@ -1,7 +1,9 @@
 """Parser worker processes: a pool that survives the death of a worker.
 
 Each worker parses one module per task and hands its tables back through
-shared memory (`handoff`). A worker that dies fails only the module it was
+shared memory (`handoff`). A profile's program comes with its HloProto, read
+here with the profile's other programs in one pass (`with_programs`): a worker
+never reopens a profile. A worker that dies fails only the module it was
 parsing; the pool is rebuilt around it. A worker whose ingest process is gone
 (killed) exits within a second.
 """

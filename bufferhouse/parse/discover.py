@@ -7,7 +7,8 @@ optimized HLO); with --xla_dump_hlo_as_proto also `<stem>.hlo.pb` (an
 HloProto with the buffer assignment), grouped with the text of the same stem
 into one module, or a module of its own in a proto-only tree. Any of them may
 be gzipped. XProf profiles (`*.xplane.pb`) hold one module per program: their
-metadata is read here (the trace events are skipped over) to list them. Files
+metadata is read here (the trace events are skipped over) to list them; the
+programs' HloProtos are read later, all in one pass (parse.with_programs). Files
 that are none of these are skipped after a look at their name, or at most
 their first bytes.
 """

@@ -8,6 +8,13 @@ holds one plane's metadata at a time, never its events. The HloProtos are in
 the event metadata of the `/host:metadata` plane (on every backend): one entry
 per program, named `<module>(<program_id>)`, with a bytes stat named
 `Hlo Proto`.
+
+An ingest walks a profile twice, however many programs it holds: discovery
+lists the programs (list_programs: the whole file, for the device planes that
+name the backend), then read_programs reads all their HloProtos in one pass
+that ends with the last plane holding one (jax writes `/host:metadata` first,
+so that pass is short). One pass per program decompressed a `.gz` from its
+start N+1 times.
 """
 
 from __future__ import annotations
