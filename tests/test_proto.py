@@ -521,6 +521,27 @@ def test_a_profile_that_changed_after_discovery_fails_each_program(tmp_path: Pat
     assert "not found in the profile (file changed?)" in results[2].error.message
 
 
+def test_a_program_named_twice_in_a_profile_is_read_for_both(tmp_path: Path) -> None:
+    """Two event metadata of one name (as before: the first one's HloProto for both):
+    both groups get it from the one pass, the second is the same module, present."""
+    from bufferhouse.parse import with_programs
+    from bufferhouse.parse.discover import discover
+
+    meta = xplane_pb2.XPlane(id=0, name="/host:metadata")
+    meta.stat_metadata[1].id, meta.stat_metadata[1].name = 1, "Hlo Proto"
+    for k in (1, 2):
+        em = meta.event_metadata[k]
+        em.id, em.name = k, "jit_twice(1)"
+        em.stats.add(metadata_id=1, bytes_value=_good_pb())
+    path = tmp_path / "twice.xplane.pb"
+    path.write_bytes(_xspace([meta.SerializeToString()]))
+    groups = list(with_programs(discover([path])))
+    assert [g.program for g in groups] == ["jit_twice(1)"] * 2
+    assert [g.program_data for g in groups] == [_good_pb()] * 2
+    report = bufferhouse.ingest([path], db=tmp_path / "w.duckdb", jobs=1)
+    assert len(report.loaded) == 1 and len(report.present) == 1 and report.ok
+
+
 def test_before_optimizations_is_skipped_and_counted(proto_db: Path) -> None:
     con = duckdb.connect(str(proto_db), read_only=True)
     paths = [p for (ps,) in con.execute("SELECT paths FROM modules").fetchall() for p in ps]

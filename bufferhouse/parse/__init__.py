@@ -18,6 +18,7 @@ import functools
 import os
 import re
 import traceback
+from collections import Counter
 from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -260,10 +261,10 @@ def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
     programs with that error, located as discover's would be."""
     from bufferhouse.parse.proto.xplane import missing_program, read_programs
 
-    wanted: dict[str, list[tuple[str, int]]] = {}
+    wanted: dict[str, Counter[tuple[str, int]]] = {}  # profile -> (program, plane) -> groups
     for g in groups:
         if _reads_program(g):
-            wanted.setdefault(g.xplane, []).append((g.program, g.plane_offset))
+            wanted.setdefault(g.xplane, Counter())[(g.program, g.plane_offset)] += 1
     read: dict[str, dict[tuple[str, int], bytes] | DumpError] = {}
     for g in groups:
         if _reads_program(g):
@@ -273,16 +274,15 @@ def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
                     read[path] = read_programs(path, wanted[path])
                 except DumpError as exc:
                     read[path] = exc
-            got = read[path]
+            got, left = read[path], wanted[path]
+            left[key] -= 1
             if isinstance(got, DumpError):
                 g.problems.append(got)
-            elif key in got:
-                g.program_data = got.pop(key)
+            elif key in got:  # kept only while another group still wants it
+                g.program_data = got[key] if left[key] else got.pop(key)
             else:
                 g.problems.append(missing_program(path, g.program))
-            left = wanted[path]
-            left.remove(key)
-            if not left:
+            if left.total() == 0:
                 del read[path], wanted[path]
         yield g
 
