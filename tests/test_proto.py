@@ -423,6 +423,125 @@ def test_corrupted_xplane(tmp_path: Path) -> None:
     assert "not a readable XProf profile" in error.message and "at byte" in error.message
 
 
+# --------------------------------------------------------------------------- profiles read once
+
+
+def _profile_of(programs: int) -> tuple[bytes, list[str]]:
+    """An XSpace of `programs` programs (the proto_only fixtures' HloProtos, in turn, each
+    under a name of its own) in a metadata plane between two planes of trace events."""
+    pbs = sorted((PROTO / "proto_only").glob("*/*after_optimizations.hlo.pb"))
+    meta = xplane_pb2.XPlane(id=0, name="/host:metadata")
+    meta.stat_metadata[1].id, meta.stat_metadata[1].name = 1, "Hlo Proto"
+    names = []
+    for k in range(programs):
+        em = meta.event_metadata[k + 1]
+        em.id, em.name = k + 1, f"jit_{pbs[k % len(pbs)].parent.name}({k})"
+        em.stats.add(metadata_id=1, bytes_value=pbs[k % len(pbs)].read_bytes())
+        names.append(em.name)
+    event = bytes(64)
+    line = encode_varint(3 << 3 | 2) + encode_varint(len(event)) + event
+    planes = []
+    for name in ("/host:CPU", None, "/device:CPU:0"):
+        if name is None:
+            planes.append(meta.SerializeToString())
+        else:
+            head = xplane_pb2.XPlane(id=1, name=name).SerializeToString()
+            planes.append(head + line * 1000)
+    return _xspace(planes), names
+
+
+def _count_opens(monkeypatch: pytest.MonkeyPatch, path: Path) -> list[str]:
+    """Every open of `path` in this process from now on (gzip.open opens with it too)."""
+    import builtins
+
+    opens: list[str] = []
+    real, target = builtins.open, os.path.realpath(path)
+
+    def counting(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.realpath(file) == target:
+            opens.append(str(file))
+        return real(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting)
+    return opens
+
+
+@pytest.mark.parametrize("programs", [3, 6])
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_a_profile_is_read_twice_whatever_its_programs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, programs: int, gz: bool
+) -> None:
+    """Discovery lists the programs (one pass), the ingest reads all their HloProtos in
+    one more: not a pass per program (a .gz is decompressed from its start each time).
+    Again into the same warehouse: the same two passes, every program present."""
+    data, names = _profile_of(programs)
+    path = tmp_path / "p" / ("host.xplane.pb.gz" if gz else "host.xplane.pb")
+    path.parent.mkdir()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    db = tmp_path / "w.duckdb"
+    opens = _count_opens(monkeypatch, path)
+    report = bufferhouse.ingest([path.parent], db=db, jobs=1)
+    assert report.ok and len(report.loaded) == programs
+    assert len(opens) == 2, f"{programs} programs: the profile was opened {len(opens)} times"
+    con = duckdb.connect(str(db), read_only=True)
+    loaded = con.execute("SELECT file_stem, content_hash FROM modules ORDER BY 1").fetchall()
+    con.close()
+    assert [stem for stem, _ in loaded] == sorted(f"{path.name}#{n}" for n in names)
+    assert len({h for _, h in loaded}) == programs
+    opens.clear()
+    again = bufferhouse.ingest([path.parent], db=db, jobs=1)
+    assert len(again.present) == programs and not again.loaded and not again.failed
+    assert len(opens) == 2
+
+
+def test_a_profile_that_changed_after_discovery_fails_each_program(tmp_path: Path) -> None:
+    """The profile is read again after discovery: if it no longer reads, or lost a
+    program, each program fails with the file, the byte offset or the program named."""
+    from bufferhouse.parse import parse_files, with_programs
+    from bufferhouse.parse.discover import discover
+
+    data, names = _profile_of(3)
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(data)
+    groups = discover([path])
+    assert [g.program for g in groups] == names
+    path.write_bytes(data[: len(data) // 2])  # cut inside the metadata plane
+    results = [parse_files(g) for g in with_programs(groups)]
+    assert [r.status for r in results] == ["failed"] * 3
+    for r in results:
+        assert r.error is not None and r.error.path == str(path)
+        assert "not a readable XProf profile" in r.error.message and "at byte" in r.error.message
+
+    path.write_bytes(data)
+    groups = discover([path])
+    path.write_bytes(_profile_of(2)[0])  # the same planes, without the third program
+    results = [parse_files(g) for g in with_programs(groups)]
+    assert [r.status for r in results[:2]] == ["parsed", "parsed"]
+    assert results[2].status == "failed" and results[2].error is not None
+    assert "not found in the profile (file changed?)" in results[2].error.message
+
+
+def test_a_program_named_twice_in_a_profile_is_read_for_both(tmp_path: Path) -> None:
+    """Two event metadata of one name (as before: the first one's HloProto for both):
+    both groups get it from the one pass, the second is the same module, present."""
+    from bufferhouse.parse import with_programs
+    from bufferhouse.parse.discover import discover
+
+    meta = xplane_pb2.XPlane(id=0, name="/host:metadata")
+    meta.stat_metadata[1].id, meta.stat_metadata[1].name = 1, "Hlo Proto"
+    for k in (1, 2):
+        em = meta.event_metadata[k]
+        em.id, em.name = k, "jit_twice(1)"
+        em.stats.add(metadata_id=1, bytes_value=_good_pb())
+    path = tmp_path / "twice.xplane.pb"
+    path.write_bytes(_xspace([meta.SerializeToString()]))
+    groups = list(with_programs(discover([path])))
+    assert [g.program for g in groups] == ["jit_twice(1)"] * 2
+    assert [g.program_data for g in groups] == [_good_pb()] * 2
+    report = bufferhouse.ingest([path], db=tmp_path / "w.duckdb", jobs=1)
+    assert len(report.loaded) == 1 and len(report.present) == 1 and report.ok
+
+
 def test_before_optimizations_is_skipped_and_counted(proto_db: Path) -> None:
     con = duckdb.connect(str(proto_db), read_only=True)
     paths = [p for (ps,) in con.execute("SELECT paths FROM modules").fetchall() for p in ps]

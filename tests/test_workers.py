@@ -328,3 +328,55 @@ def test_the_next_ingest_removes_what_a_killed_run_left_in_shared_memory(tree, t
     assert bufferhouse.ingest([SAMPLES], db=tmp_path / "next.duckdb", jobs=1).ok
     assert not left.exists()
     assert not [s for s in semaphores if s.exists()]
+
+
+def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, monkeypatch):
+    """The programs of a profile are read in the ingest process, all in one pass when
+    the first is drawn, and parsed in workers from the bytes they are sent: the profile
+    is gone once its first program is drawn, and every program still parses, those a
+    worker's death took down too."""
+    import gzip
+
+    from tests.test_proto import _profile_of
+
+    shutil.copytree(SAMPLES, tmp_path / "tree" / "samples")
+    data, names = _profile_of(4)
+    profile = tmp_path / "tree" / "profile" / "host.xplane.pb.gz"
+    profile.parent.mkdir()
+    profile.write_bytes(gzip.compress(data))
+    groups = discover([tmp_path / "tree"])
+    programs = [g for g in groups if g.xplane is not None]
+    assert [g.program for g in programs] == names
+    real = workers.with_programs
+
+    def then_gone(groups):
+        for files in real(groups):
+            yield files
+            if files.xplane is not None:
+                profile.unlink(missing_ok=True)
+
+    monkeypatch.setattr(workers, "with_programs", then_gone)
+    # The five samples go first (largest first); the 7th submit, of the second program,
+    # finds a worker dead: it goes to the rebuilt pool, after the profile is gone.
+    pool = _dying_pool(die_at=7)
+    submitted: list[str] = []
+    submit = pool.submit
+
+    def counted(self, fn, files):
+        submitted.append(files.stem)
+        return submit(self, fn, files)
+
+    monkeypatch.setattr(pool, "submit", counted)
+    outcomes, _ = _parse_with(pool, groups, monkeypatch)
+    assert not profile.exists() and pool.raised == 1
+    assert submitted.count(programs[1].stem) == 2, submitted
+    for files in groups:
+        assert outcomes[files.stem].status == "parsed", outcomes[files.stem].error
+    for files in programs:
+        assert files.program_data is not None  # run_batches drops it once it is parsed
+        files.program_data, files.problems = None, []
+    profile.write_bytes(gzip.compress(data))
+    for files in programs:
+        alone = parse_files(files)
+        assert alone.content_hash == outcomes[files.stem].content_hash
+        assert _row_counts(alone) == _row_counts(outcomes[files.stem])

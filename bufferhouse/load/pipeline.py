@@ -24,7 +24,7 @@ from bufferhouse.load.report import IngestReport, ModuleOutcome
 from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
-from bufferhouse.parse import ParseResult, parse_files
+from bufferhouse.parse import ParseResult, parse_files, with_programs
 from bufferhouse.parse.discover import LogFile, ModuleFiles, discover, discover_logs
 from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
 from bufferhouse.version import __version__
@@ -178,7 +178,8 @@ def run_batches(
     jobs = parser_processes(groups, jobs)
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes, threads=threads)) for g in largest_first(groups)
+            (g, parse_files(g, known, max_bytes, threads=threads))
+            for g in with_programs(largest_first(groups))
         )
     else:
         results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
@@ -219,6 +220,8 @@ def run_batches(
     with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
         try:
             for files, result in results:
+                if isinstance(files, ModuleFiles):
+                    files.program_data = None  # a profile's HloProto: parsed, not kept
                 outcome = _stage(writer, files, result)
                 if outcome.status in ("loaded", "events"):
                     waiting.append(outcome)

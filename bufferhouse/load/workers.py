@@ -1,7 +1,9 @@
 """Parser worker processes: a pool that survives the death of a worker.
 
 Each worker parses one module per task and hands its tables back through
-shared memory (`handoff`). A worker that dies fails only the module it was
+shared memory (`handoff`). A profile's program comes with its HloProto, read
+here with the profile's other programs in one pass (`with_programs`): a worker
+never reopens a profile. A worker that dies fails only the module it was
 parsing; the pool is rebuilt around it. A worker whose ingest process is gone
 (killed) exits within a second.
 """
@@ -27,7 +29,7 @@ from concurrent.futures.process import BrokenProcessPool
 from bufferhouse.errors import DumpError
 from bufferhouse.load import handoff
 from bufferhouse.load.schedule import largest_first
-from bufferhouse.parse import ParseResult, parse_files
+from bufferhouse.parse import ParseResult, parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
 
 _known: frozenset[str] = frozenset()
@@ -125,11 +127,20 @@ def parse_in_workers(
     pool = new_pool(jobs)
     handoff.note_semaphores(directory)
     pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
-    todo = deque(largest_first(groups))
+    # Modules to submit: those a death took down (to retry) first, then the next fresh
+    # one. Fresh ones are drawn one at a time: with_programs reads a profile's programs
+    # when the first of them is drawn, and holds them no longer than that.
+    fresh = with_programs(largest_first(groups))
+    todo: deque[ModuleFiles] = deque()
     try:
         while True:
             broken = False
-            while len(pending) < 2 * jobs and todo:
+            while len(pending) < 2 * jobs:
+                if not todo:
+                    nxt = next(fresh, None)
+                    if nxt is None:
+                        break
+                    todo.append(nxt)
                 try:
                     pending[pool.submit(_work, todo[0])] = todo[0]
                 except BrokenProcessPool:

@@ -18,8 +18,10 @@ import functools
 import os
 import re
 import traceback
-from collections.abc import Container
+from collections import Counter
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -43,6 +45,7 @@ __all__ = [
     "parse_log",
     "parse_module",
     "parsed_schema",
+    "with_programs",
 ]
 
 #: Dumps (bytes on disk) smaller than this are scanned line by line: below
@@ -204,11 +207,20 @@ _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
 
 
 def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
-    """One program of an XProf profile."""
+    """One program of an XProf profile: its HloProto (read by with_programs, or here),
+    its content hash, and the module unless the warehouse holds that hash already."""
+    from bufferhouse.parse.proto.xplane import read_program
+
     assert files.xplane is not None and files.program is not None
     try:
+        data = files.program_data
+        if data is None:
+            data = read_program(files.xplane, files.program, files.plane_offset)
+        digest = proto.xplane_content_hash(files.program, data)
+        if digest in known:
+            return ParseResult("present", content_hash=digest, bytes_read=len(data))
         parsed, digest, nbytes = proto.parse_xplane_program(
-            files.xplane, files.program, files.plane_offset, files.xplane_backend
+            files.xplane, files.program, files.plane_offset, files.xplane_backend, data
         )
     except proto.NoBufferAssignment as exc:
         return ParseResult("skipped", error=exc)
@@ -222,8 +234,6 @@ def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
                 files.display, 0, f"internal error while parsing (please report): {detail}"
             ),
         )
-    if digest in known:
-        return ParseResult("present", content_hash=digest, bytes_read=nbytes)
     parsed.facts["source_kind"] = "xplane"
     try:
         row = _module_row(files, parsed, digest, nbytes)
@@ -235,6 +245,56 @@ def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
         error = DumpError(files.display, 0, f"a number is too large for its column ({exc})")
         return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
     return ParseResult("parsed", digest, nbytes, row, tables, list(parsed.warnings))
+
+
+Group = TypeVar("Group", bound="ModuleFiles | LogFile")
+
+
+def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
+    """`groups` in their order, each program of a profile with its HloProto read
+    (`program_data`): all the programs of a profile in one pass over it, when the first
+    of them comes up, instead of one pass per program (a `.gz` is decompressed from its
+    start each time). The HloProtos of a profile's programs that have not come up yet
+    wait here: discover lists a profile's programs one after the other, and largest_first
+    keeps them so, so that is one profile's at a time, never the trace events. A profile
+    that no longer reads (or lost a program) since discover listed it fails each of its
+    programs with that error, located as discover's would be."""
+    from bufferhouse.parse.proto.xplane import missing_program, read_programs
+
+    wanted: dict[str, Counter[tuple[str, int]]] = {}  # profile -> (program, plane) -> groups
+    for g in groups:
+        if _reads_program(g):
+            wanted.setdefault(g.xplane, Counter())[(g.program, g.plane_offset)] += 1
+    read: dict[str, dict[tuple[str, int], bytes] | DumpError] = {}
+    for g in groups:
+        if _reads_program(g):
+            path, key = g.xplane, (g.program, g.plane_offset)
+            if path not in read:
+                try:
+                    read[path] = read_programs(path, wanted[path])
+                except DumpError as exc:
+                    read[path] = exc
+            got, left = read[path], wanted[path]
+            left[key] -= 1
+            if isinstance(got, DumpError):
+                g.problems.append(got)
+            elif key in got:  # kept only while another group still wants it
+                g.program_data = got[key] if left[key] else got.pop(key)
+            else:
+                g.problems.append(missing_program(path, g.program))
+            if left.total() == 0:
+                del read[path], wanted[path]
+        yield g
+
+
+def _reads_program(g: ModuleFiles | LogFile) -> bool:
+    return (
+        isinstance(g, ModuleFiles)
+        and g.xplane is not None
+        and bool(g.program)
+        and g.program_data is None
+        and not g.problems
+    )
 
 
 def _held_without_hlo(files: ModuleFiles, identity: Identity) -> ParseResult:

@@ -7,7 +7,8 @@ optimized HLO); with --xla_dump_hlo_as_proto also `<stem>.hlo.pb` (an
 HloProto with the buffer assignment), grouped with the text of the same stem
 into one module, or a module of its own in a proto-only tree. Any of them may
 be gzipped. XProf profiles (`*.xplane.pb`) hold one module per program: their
-metadata is read here (the trace events are skipped over) to list them. Files
+metadata is read here (the trace events are skipped over) to list them; the
+programs' HloProtos are read later, all in one pass (parse.with_programs). Files
 that are none of these are skipped after a look at their name, or at most
 their first bytes.
 """
@@ -52,6 +53,9 @@ class ModuleFiles:
     program: str | None = None
     plane_offset: int = 0
     xplane_backend: str | None = None
+    #: The program's HloProto, once read (`parse.with_programs` reads every program of
+    #: a profile in one pass); None: parse_files reads it from the profile itself.
+    program_data: bytes | None = field(default=None, repr=False, compare=False)
     #: Why the group is not a module (e.g. an HloProto from before optimizations):
     #: it is skipped quietly and counted.
     skip: str | None = None

@@ -34,6 +34,7 @@ __all__ = [
     "parse_xplane_program",
     "read_proto_bytes",
     "xla_peak",
+    "xplane_content_hash",
 ]
 
 
@@ -68,22 +69,29 @@ def parse_proto_file(path: str, backend: str | None, max_bytes: int | None = Non
     return _finish(parse_hlo_proto(decode_hlo_proto(data, path), path), backend)
 
 
-def parse_xplane_program(
-    path: str, program: str, offset: int, backend: str | None
-) -> tuple[ParsedModule, str, int]:
-    """One program of a profile: the module, its content hash (program name and
-    HloProto bytes) and the HloProto's size. `backend` is the profile's (from its
-    device planes: a profile's HloProto does not name it)."""
-    from bufferhouse.parse.proto.xplane import read_program
-
-    data = read_program(path, program, offset)
-    where = f"{path}#{program}"
-    proto = decode_hlo_proto(data, where)
-    parsed = parse_hlo_proto(proto, where)
+def xplane_content_hash(program: str, data: bytes) -> str:
+    """The content hash of a profile's program: its name and HloProto bytes."""
     h = hashlib.sha256()
     h.update(b"xplane\0" + program.encode() + b"\0")
     h.update(data)
-    return _finish(parsed, backend), h.hexdigest(), len(data)
+    return h.hexdigest()
+
+
+def parse_xplane_program(
+    path: str, program: str, offset: int, backend: str | None, data: bytes | None = None
+) -> tuple[ParsedModule, str, int]:
+    """One program of a profile: the module, its content hash (program name and
+    HloProto bytes) and the HloProto's size. `backend` is the profile's (from its
+    device planes: a profile's HloProto does not name it). `data`: the HloProto, if
+    read already (else it is read from the profile)."""
+    from bufferhouse.parse.proto.xplane import read_program
+
+    if data is None:
+        data = read_program(path, program, offset)
+    where = f"{path}#{program}"
+    proto = decode_hlo_proto(data, where)
+    parsed = parse_hlo_proto(proto, where)
+    return _finish(parsed, backend), xplane_content_hash(program, data), len(data)
 
 
 def merge_text_and_proto(text: ParsedModule, proto: ParsedModule, proto_path: str) -> ParsedModule:

@@ -8,12 +8,20 @@ holds one plane's metadata at a time, never its events. The HloProtos are in
 the event metadata of the `/host:metadata` plane (on every backend): one entry
 per program, named `<module>(<program_id>)`, with a bytes stat named
 `Hlo Proto`.
+
+An ingest walks a profile twice, however many programs it holds: discovery
+lists the programs (list_programs: the whole file, for the device planes that
+name the backend), then read_programs reads all their HloProtos in one pass
+that ends with the last plane holding one (jax writes `/host:metadata` first,
+so that pass is short). One pass per program decompressed a `.gz` from its
+start N+1 times.
 """
 
 from __future__ import annotations
 
 import gzip
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -23,7 +31,7 @@ from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.proto import wire, xplane_pb2
 from bufferhouse.parse.reader import open_dump
 
-__all__ = ["Program", "list_programs", "read_program"]
+__all__ = ["Program", "list_programs", "missing_program", "read_program", "read_programs"]
 
 _PLANES = 1  # XSpace.planes
 _LINES = 3  # XPlane.lines: skipped
@@ -188,16 +196,40 @@ def list_programs(path: str) -> list[Program]:
     return [Program(name, offset, backend) for name, offset in found]
 
 
+def read_programs(path: str, wanted: Iterable[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
+    """The serialized HloProto of each (program, plane offset) of `wanted` (as
+    list_programs found them), in one pass: from the first of their planes to the last,
+    nothing before them read but to skip it, nothing after them read at all. A program
+    not found is missing from the result (the file changed since it was listed)."""
+    by_plane: dict[int, set[str]] = {}
+    for program, offset in wanted:
+        by_plane.setdefault(offset, set()).add(program)
+    found: dict[tuple[str, int], bytes] = {}
+    if not by_plane:
+        return found
+    first, last = min(by_plane), max(by_plane)
+    try:
+        with open_dump(path) as f:
+            for offset, plane in _planes(f, path, first):
+                names = by_plane.get(offset, ())
+                for name, data in _hlo_stats(plane):
+                    if name in names:
+                        found.setdefault((name, offset), data)
+                if offset >= last:
+                    break
+    except (wire.WireError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise _wrap(path, exc) from None
+    return found
+
+
 def read_program(path: str, program: str, offset: int) -> bytes:
     """The serialized HloProto of `program`, from the plane whose payload starts at
     `offset` (as list_programs found it); reads nothing before it but to skip it."""
-    try:
-        with open_dump(path) as f:
-            for _, plane in _planes(f, path, offset):
-                for name, data in _hlo_stats(plane):
-                    if name == program:
-                        return data
-                break
-    except (wire.WireError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise _wrap(path, exc) from None
-    raise ParseError(path, 0, f"program {program!r} not found in the profile (file changed?)")
+    data = read_programs(path, [(program, offset)]).get((program, offset))
+    if data is None:
+        raise missing_program(path, program)
+    return data
+
+
+def missing_program(path: str, program: str) -> ParseError:
+    return ParseError(path, 0, f"program {program!r} not found in the profile (file changed?)")
