@@ -12,6 +12,7 @@ import io
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -274,3 +275,31 @@ def test_a_bare_hlo_live_range_line_after_blank_lines_is_refused_alike(tmp_path)
     got = _outcome(files, "vector")
     assert got[0] == "error" and "unexpected line" in got[4]
     assert got == _outcome(files, "lines")
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from([prefix for prefix, _ in vector.g.SECTIONS]).flatmap(
+                lambda p: st.tuples(st.integers(0, len(p)), st.text(max_size=6)).map(
+                    lambda t: p[: t[0]] + t[1]  # a marker, cut short or continued
+                )
+            ),
+            st.text(max_size=8),  # anything, empty and one- or two-byte lines included
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 5),
+)
+@settings(max_examples=300, deadline=None)
+def test_section_heads_are_the_lines_the_marker_pattern_matches(lines, skip):
+    """The first-bytes filter finds exactly what RE2 over every line finds, in a
+    column sliced from a larger one (offsets not starting at 0) too."""
+    column = pa.array(["x"] * skip + [line.replace("\n", " ") for line in lines], pa.large_string())
+    column = column[skip:]
+    expected = [
+        i
+        for i, line in enumerate(column.to_pylist())
+        if any(line.startswith(prefix) for prefix, _ in vector.g.SECTIONS)
+    ]
+    assert vector._section_heads(column).tolist() == expected
