@@ -1,0 +1,121 @@
+"""The protobuf forms on the oldest protobuf runtime pyproject allows.
+
+pyproject says protobuf>=FLOOR and a venv resolves the newest (7.x), while users
+beside TensorFlow or XProf's plugin run 4.x, 5.x or 6.x. The committed *_pb2.py
+come from an old protoc (parse/proto/regen.py) so that they load there; this
+test proves it: protobuf FLOOR is pip-installed once into the test cache (a few
+MB; BUFFERHOUSE_TEST_CACHE moves it) and put first on the path of a subprocess
+that ingests the proto fixtures (.hlo.pb dumps and an XProf profile). Every
+table must equal, row for row, what the installed runtime makes of them. Code
+that refuses the runtime (protoc 26+ writes a version check) fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DATA, pip_target
+
+ROOT = Path(__file__).resolve().parent.parent
+PROTO = DATA / "proto"
+TREES = [PROTO / "proto_only", PROTO / "profile", PROTO / "profile_dump"]
+
+#: Ingest the trees with whatever protobuf comes first on the path; digest every table.
+SCRIPT = r"""
+import hashlib, json, sys
+import duckdb
+import google.protobuf
+from google.protobuf.internal import api_implementation
+import bufferhouse
+
+db, trees = sys.argv[1], sys.argv[2:]
+report = bufferhouse.ingest(trees, db=db, jobs=1)
+out = {
+    "protobuf": google.protobuf.__version__,
+    "protobuf_file": google.protobuf.__file__,
+    "implementation": api_implementation.Type(),
+    "loaded": len(report.loaded),
+    "skipped": len(report.skipped),
+    "failed": [str(o.error) for o in report.failed],
+    "tables": {},
+}
+# Ids and times differ between two ingests of the same files; everything else may not.
+SKIP = {"module_id", "run_id", "started_at"}
+con = duckdb.connect(db, read_only=True)
+tables = con.execute(
+    "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+    " ORDER BY table_name"
+).fetchall()
+for (table,) in tables:
+    columns = [
+        name
+        for name, in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?"
+            " ORDER BY ordinal_position",
+            [table],
+        ).fetchall()
+        if name not in SKIP and not name.endswith(("_module_id", "_run_id"))
+    ]
+    rows = con.execute(
+        "SELECT " + ", ".join(f'"{c}"' for c in columns) + f' FROM "{table}"'
+    ).fetchall()
+    lines = sorted(json.dumps(r, sort_keys=True, default=repr) for r in rows)
+    out["tables"][table] = [len(rows), hashlib.sha256("\n".join(lines).encode()).hexdigest()]
+con.close()
+print(json.dumps(out))
+"""
+
+
+def protobuf_floor() -> str:
+    """The X of pyproject's `protobuf>=X`."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    found = re.findall(r'"protobuf>=([0-9.]+)"', text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _ingest(tmp_path: Path, name: str, first_on_path: Path | None) -> dict:
+    path = [str(ROOT)] if first_on_path is None else [str(first_on_path), str(ROOT)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+    env.pop("PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION", None)  # what pip's wheel gives
+    db = tmp_path / f"{name}.duckdb"
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(db), *map(str, TREES)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def oldest_protobuf() -> Path:
+    """A directory holding the oldest protobuf pyproject allows, to put first on the path."""
+    floor = protobuf_floor()
+    return pip_target(f"protobuf=={floor}", f"protobuf-{floor}", no_deps=True)
+
+
+def test_the_proto_forms_on_the_oldest_protobuf(tmp_path: Path, oldest_protobuf: Path) -> None:
+    newest = _ingest(tmp_path, "newest", None)
+    oldest = _ingest(tmp_path, "oldest", oldest_protobuf)
+    assert oldest["protobuf"] == protobuf_floor()
+    assert oldest["protobuf_file"].startswith(str(oldest_protobuf)), oldest["protobuf_file"]
+    assert newest["protobuf"] != oldest["protobuf"]
+    for run in (newest, oldest):
+        assert run["implementation"] == "upb"  # the C runtime the decoders are written for
+        assert run["failed"] == []
+        assert run["loaded"] == 6 + 2 + 2  # proto_only, the profile's programs, its dump
+        assert run["skipped"] == 1  # before_optimizations.hlo.pb: no buffer assignment
+        tables = run["tables"]
+        for table in ("modules", "allocations", "hlo_values", "assignments", "heap_events"):
+            assert tables[table][0] > 0, table
+    assert oldest["tables"] == newest["tables"]
