@@ -7,7 +7,7 @@ test proves it: protobuf FLOOR is pip-installed once into the test cache (a few
 MB; BUFFERHOUSE_TEST_CACHE moves it) and put first on the path of a subprocess
 that ingests the proto fixtures (.hlo.pb dumps and an XProf profile). Every
 table must equal, row for row, what the installed runtime makes of them. Code
-that refuses the runtime (protoc 26+ writes a version check) fails here.
+that refuses the runtime (protoc 27+ writes a version check) fails here.
 """
 
 from __future__ import annotations
