@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -16,6 +19,33 @@ DATA = Path(__file__).parent / "data"
 SAMPLES = DATA / "samples"
 CORPUS = DATA / "corpus"
 GOLDEN = Path(__file__).parent / "golden"
+
+
+def _cache() -> Path:
+    base = os.environ.get("BUFFERHOUSE_TEST_CACHE") or Path.home() / ".cache" / "bufferhouse-tests"
+    return Path(base)
+
+
+def pip_target(spec: str | list[str], name: str, no_deps: bool = False) -> Path:
+    """A directory holding `spec` (pip install --target), made once and cached: older
+    releases of a dependency, or a tool, to put first on a subprocess's path."""
+    specs = [spec] if isinstance(spec, str) else spec
+    target = _cache() / f"{name}-py{sys.version_info.major}{sys.version_info.minor}"
+    if not (target / ".complete").exists():
+        staging = target.with_name(target.name + f".{os.getpid()}")
+        cmd = [sys.executable, "-m", "pip", "install", "-q", "--target", str(staging)]
+        proc = subprocess.run(
+            cmd + (["--no-deps"] if no_deps else []) + specs, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            pytest.fail(f"cannot pip install {specs} for this test:\n{proc.stderr[-2000:]}")
+        (staging / ".complete").touch()
+        if not (target / ".complete").exists():  # another test process may have won
+            shutil.rmtree(target, ignore_errors=True)
+            staging.replace(target)
+        else:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

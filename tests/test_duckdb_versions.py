@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from bufferhouse import queries
-from tests.conftest import SAMPLES
+from tests.conftest import SAMPLES, pip_target
 
 ROOT = Path(__file__).resolve().parent.parent
 OLDEST = "duckdb>=1.4,<1.5"
@@ -63,32 +63,6 @@ if mode == "full":
     out["diff"] = [result.failed, result.table("changes").num_rows]
 print(json.dumps(out))
 """
-
-
-def _cache() -> Path:
-    base = os.environ.get("BUFFERHOUSE_TEST_CACHE") or Path.home() / ".cache" / "bufferhouse-tests"
-    return Path(base)
-
-
-def pip_target(spec: str, name: str) -> Path:
-    """A directory holding `spec` alone (pip install --target), made once and cached."""
-    target = _cache() / f"{name}-py{sys.version_info.major}{sys.version_info.minor}"
-    if not (target / ".complete").exists():
-        staging = target.with_name(target.name + f".{os.getpid()}")
-        proc = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "-q", "--target", str(staging), spec],
-            capture_output=True,
-            text=True,
-        )
-        if proc.returncode != 0:
-            pytest.fail(f"cannot pip install {spec} for this test:\n{proc.stderr[-2000:]}")
-        (staging / ".complete").touch()
-        if not (target / ".complete").exists():  # another test process may have won
-            shutil.rmtree(target, ignore_errors=True)
-            staging.replace(target)
-        else:
-            shutil.rmtree(staging, ignore_errors=True)
-    return target
 
 
 @pytest.fixture(scope="session")

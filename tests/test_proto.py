@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import bufferhouse
 from bufferhouse.parse.proto import hlo_pb2, regen, xplane_pb2
 from bufferhouse.parse.proto.wire import encode_varint
+from tests.conftest import pip_target
 
 PROTO = Path(__file__).parent / "data" / "proto"
 MANIFEST = json.loads((PROTO / "manifest.json").read_text())["entries"]
@@ -69,10 +70,32 @@ def split_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_generated_modules_are_reproducible(tmp_path: Path) -> None:
-    """The committed *_pb2.py are exactly what regen.py makes from the .proto files."""
-    for path in regen.regenerate(tmp_path):
+    """The committed *_pb2.py are exactly what regen.py makes from the .proto files with
+    its protoc (grpcio-tools 1.49.1, installed once into the test cache: it caps protobuf
+    below 5, so it is no dependency of the project)."""
+    protoc = pip_target(list(regen.PROTOC), regen.PROTOC[0].replace("==", "-"), no_deps=True)
+    root = Path(bufferhouse.__file__).parents[1]
+    proc = subprocess.run(
+        [sys.executable, "-W", "ignore", "-m", "bufferhouse.parse.proto.regen", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(protoc), str(root)])},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    generated = [Path(line) for line in proc.stdout.splitlines()]
+    assert [p.name for p in generated] == ["hlo_pb2.py", "xplane_pb2.py"]
+    for path in generated:
         committed = Path(regen.HERE) / path.name
         assert filecmp.cmp(path, committed, shallow=False), f"{committed} is stale: run regen"
+
+
+def test_regen_refuses_another_protoc(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Another grpcio-tools would write other code (newer: a runtime check that refuses
+    older protobuf), so regen names the one it needs instead of running it."""
+    monkeypatch.setattr(regen.metadata, "version", lambda name: "1.85.1")
+    with pytest.raises(RuntimeError, match=r"needs grpcio-tools 1\.49\.1 \(found 1\.85\.1\)"):
+        regen.regenerate(tmp_path)
+    assert not list(tmp_path.iterdir())
 
 
 def test_unknown_fields_are_ignored() -> None:

@@ -20,7 +20,6 @@ peak from trace.py.
 from __future__ import annotations
 
 import pyarrow.compute as pc
-from google.protobuf.message import DecodeError
 
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.model import ParsedModule
@@ -57,7 +56,7 @@ def decode_hlo_proto(data: bytes, where: str) -> hlo_pb2.HloProto:
     proto = hlo_pb2.HloProto()
     try:
         proto.ParseFromString(data)
-    except DecodeError as exc:
+    except wire.DECODE_ERRORS as exc:
         # The top level was well formed: the damage is inside hlo_module or buffer_assignment.
         field = _damaged_field(data)
         raise ParseError(where, 0, f"not a readable HloProto: {field}: {exc}") from None
@@ -82,7 +81,7 @@ def _damaged_field(data: bytes) -> str:
             continue
         try:
             cls().ParseFromString(data[start:end])
-        except DecodeError:
+        except wire.DECODE_ERRORS:
             return f"field {number} ({names[number]}) at bytes {start}..{end}"
     return "a nested field"
 

@@ -11,6 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from google.protobuf.message import DecodeError
+
+#: What protobuf's parser raises on a damaged message: upb says DecodeError for all of
+#: it; the pure-Python runtime (PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python) raises
+#: UnicodeDecodeError for a proto3 string that is not UTF-8.
+DECODE_ERRORS = (DecodeError, UnicodeDecodeError)
+
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 
 

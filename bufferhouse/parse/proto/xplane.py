@@ -25,8 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from google.protobuf.message import DecodeError
-
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.proto import wire, xplane_pb2
 from bufferhouse.parse.reader import open_dump
@@ -156,7 +154,7 @@ def _planes(f: BinaryIO, path: str, target: int = 0):
         plane = xplane_pb2.XPlane()
         try:
             plane.ParseFromString(header)
-        except DecodeError as exc:
+        except wire.DECODE_ERRORS as exc:
             raise wire.WireError(offset, f"XPlane metadata does not parse: {exc}") from None
         yield offset, plane
 
