@@ -8,6 +8,7 @@ answer on a warehouse ingested locally from the same files.
 from __future__ import annotations
 
 import decimal
+import gzip
 import os
 
 import duckdb
@@ -205,3 +206,100 @@ def test_read_dataset_puts_the_labels_of_every_copy_on_the_kept_one(spark, tmp_p
         (5, "k", "v"),
         (5, "w", "u"),
     ]
+
+
+def test_spread_keeps_a_profiles_programs_in_one_slice_where_slices_stay_even():
+    """Without profiles, spread slices as Spark's parallelize does; a profile's programs
+    go to one slice unless there are more than a slice's share, then in even pieces."""
+    from types import SimpleNamespace
+
+    from bufferhouse.spark.driver import spread
+
+    def groups(*kinds: str) -> list:
+        """One group per letter: '-' a text dump, any other letter a program of that profile."""
+        return [SimpleNamespace(xplane=None if k == "-" else k, n=i) for i, k in enumerate(kinds)]
+
+    def shape(slices: list[list]) -> list[str]:
+        return ["".join(g.xplane or "-" for g in s) for s in slices]
+
+    for size in range(12):
+        for n in (1, 2, 3, 5):
+            plain = groups(*"-" * size)
+            got = spread(plain, n)
+            assert got == [plain[i * size // n : (i + 1) * size // n] for i in range(n)]
+    # parallelize would cut profile a (4 | 4): it goes where its middle program would
+    assert shape(spread(groups(*"---aaa--"), 2)) == ["---", "aaa--"]
+    assert shape(spread(groups(*"--aaa---"), 2)) == ["--aaa", "---"]
+    assert shape(spread(groups(*"-aab-bbb"), 2)) == ["-aab", "-bbb"]
+    # more programs than a share (4): two even pieces, one per slice, not 7 | 1
+    assert shape(spread(groups(*"aaaaaaa-"), 2)) == ["aaaa", "aaa-"]
+    # every group once, in order
+    mixed = groups(*"-aaaaaaaaaab--cc-dddd-")
+    for n in range(1, 8):
+        assert [g for s in spread(mixed, n) for g in s] == mixed
+
+
+def _counting_opens(func, path, log):
+    """A mapInArrow function: `func`, with every open of `path` in the Python worker that
+    runs it appended to the file `log` (the workers are other processes)."""
+    target, log = os.path.realpath(path), str(log)
+
+    def counted(batches):
+        import builtins
+
+        real = builtins.open
+
+        def counting(file, *args, **kwargs):
+            if isinstance(file, str | os.PathLike) and os.path.realpath(file) == target:
+                with real(log, "a") as f:
+                    f.write(f"{file}\n")
+            return real(file, *args, **kwargs)
+
+        builtins.open = counting
+        try:
+            yield from func(batches)
+        finally:
+            builtins.open = real
+
+    return counted
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gz"])
+def test_spark_reads_a_profile_once_whatever_its_programs(spark, tmp_path, monkeypatch, gz):
+    """A profile of 3 programs beside 5 text dumps in 2 partitions: discover (on the driver)
+    lists its programs in one pass, the task that gets them reads their HloProtos in one
+    more, in ingest and in parse_batches alike, not one pass per program."""
+    from bufferhouse.spark import driver
+    from bufferhouse.spark.executor import write_batches
+    from tests.test_proto import _count_opens, _profile_of
+
+    data, names = _profile_of(3)
+    path = tmp_path / "p" / ("host.xplane.pb.gz" if gz else "host.xplane.pb")
+    path.parent.mkdir()
+    path.write_bytes(gzip.compress(data) if gz else data)
+    log = tmp_path / "executor-opens.txt"
+    log.touch()
+    on_driver = _count_opens(monkeypatch, path)
+    groups = bhs.module_groups(spark, [SAMPLES, path.parent], partitions=2)
+    assert len(on_driver) == 1  # discover
+
+    def counted_write(*args, **kwargs):
+        return _counting_opens(write_batches(*args, **kwargs), path, log)
+
+    monkeypatch.setattr(driver, "write_batches", counted_write)
+    summary = bhs.ingest(groups, tmp_path / "dataset").collect()
+    assert [r.status for r in summary].count("loaded") == 8
+    loaded = sorted(r.stem for r in summary if r.status == "loaded" and "#" in r.stem)
+    assert loaded == sorted(f"{path.name}#{n}" for n in names)
+    opens = log.read_text().splitlines()
+    assert len(opens) == 1, f"3 programs: the executors opened the profile {len(opens)} times"
+
+    log.write_text("")
+    parse = _counting_opens(bhs.parse_batches, path, log)
+    parsed = groups.mapInArrow(parse, bhs.PARSED_SCHEMA).toArrow()
+    decoded = bhs.decode_parsed(parsed)
+    stems = decoded["modules"].column("file_stem").to_pylist()
+    assert sorted(s for s in stems if "#" in s) == sorted(f"{path.name}#{n}" for n in names)
+    opens = log.read_text().splitlines()
+    assert len(opens) == 1, f"3 programs: the executors opened the profile {len(opens)} times"
+    assert len(on_driver) == 1

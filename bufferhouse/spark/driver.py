@@ -5,11 +5,12 @@ and a local session for notebooks and tests."""
 from __future__ import annotations
 
 import glob
+import itertools
 import json
 import os
 import socket
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ import pyarrow as pa
 from bufferhouse.export.dataset import is_partitioned, table_schema, write_metadata_files
 from bufferhouse.export.parquet import known_module_ids
 from bufferhouse.load import parse_labels
-from bufferhouse.parse.discover import discover, text_path
+from bufferhouse.parse.discover import ModuleFiles, discover, text_path
 from bufferhouse.schema import (
     DERIVED_TABLES,
     MODULE_TABLES,
@@ -52,14 +53,48 @@ def module_groups(
 
     Discovery lists directories and reads file names (and, of an XProf profile,
     the plane metadata that names its programs); the executors read and parse
-    the files.
+    the files. A profile's programs stay in one partition where that keeps the
+    partitions about even (see spread): a task reads all its programs of a
+    profile in one pass over it.
     """
-    groups = [group_row(g) for g in discover([os.fspath(p) for p in paths])]
+    groups = discover([os.fspath(p) for p in paths])
     n = partitions or max(1, spark.sparkContext.defaultParallelism)
-    rdd = spark.sparkContext.parallelize(
-        [tuple(r[c] for c in (*GROUP_FIELDS, "problems")) for r in groups], n
-    )
+    slices = [
+        [tuple(r[c] for c in (*GROUP_FIELDS, "problems")) for r in map(group_row, part)]
+        for part in spread(groups, n)
+    ]
+    # n slices into n partitions: one slice each, in order
+    rdd = spark.sparkContext.parallelize(slices, n).flatMap(iter)
     return spark.createDataFrame(rdd, GROUP_SCHEMA)
+
+
+def spread(groups: Sequence[ModuleFiles], n: int) -> list[list[ModuleFiles]]:
+    """`groups` in order in `n` slices about as even as Spark's own (`parallelize`), but
+    cut between profiles, not between the programs of one: each task that meets a
+    profile reads it once (executor.with_programs), so a profile cut in k is read k
+    times, whatever its programs. A profile with more programs than a slice holds is
+    cut in as few nearly even pieces as fit, so that one profile still spreads over
+    the executors. Without profiles the slices are Spark's; with them, a slice holds the
+    even share give or take a piece."""
+    n = max(1, n)
+    share = max(1, -(-len(groups) // n))
+    pieces: list[list[ModuleFiles]] = []
+    for _, run in itertools.groupby(groups, key=lambda g: g.xplane or id(g)):
+        members = list(run)
+        k = -(-len(members) // share)  # pieces of at most a share each
+        step, extra = divmod(len(members), k)
+        start = 0
+        for i in range(k):
+            end = start + step + (i < extra)
+            pieces.append(members[start:end])
+            start = end
+    slices: list[list[ModuleFiles]] = [[] for _ in range(n)]
+    done = 0
+    for piece in pieces:  # into the slice Spark would put the piece's middle group in:
+        middle = done + (len(piece) - 1) // 2  # slice i holds [i*len//n, (i+1)*len//n)
+        slices[-(-(middle + 1) * n // len(groups)) - 1].extend(piece)
+        done += len(piece)
+    return slices
 
 
 def parsed_tables(

@@ -13,7 +13,7 @@ from bufferhouse.export.dataset import table_schema
 from bufferhouse.export.parquet import PartWriter, reserve_run
 from bufferhouse.load import parse_labels
 from bufferhouse.load.writer import with_module_id
-from bufferhouse.parse import parse_files
+from bufferhouse.parse import parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES_BY_NAME, Table
 from bufferhouse.schema.derive import derived_tables
@@ -101,12 +101,15 @@ def parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
 
     Each output row holds one table of one module as Arrow IPC bytes: exactly
     the Arrow table a local ingest produces for it (`parsed_tables` decodes).
+    The task's groups are listed first, so that its programs of a profile are read
+    in one pass over it (with_programs), not one pass each.
     """
     schema = parsed_arrow_schema()
-    for batch in batches:
-        for row in batch.to_pylist():
-            rows = list(parse_rows(group_of(row)))
-            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+    per_batch = [[group_of(row) for row in batch.to_pylist()] for batch in batches]
+    groups = with_programs([g for batch in per_batch for g in batch])
+    for batch in per_batch:
+        rows = [r for _ in batch for r in parse_rows(next(groups))]
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
 def decoder(table: Table):
@@ -176,28 +179,28 @@ def write_batches(
         writer: PartWriter | None = None
         out = []
         directories: set[str] = set()
-        for batch in batches:
-            for row in batch.to_pylist():
-                files = group_of(row)
-                directories.add(files.directory)
-                if writer is None:
-                    writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
-                result = parse_files(files, writer.module_ids)
-                module_id = None
-                message = None
-                if result.status == "skipped":
-                    message = result.error.describe() if result.error else None
-                elif result.status == "failed":
-                    writer.add_failure(result.error)
-                    message = result.error.describe() if result.error else None
-                elif result.status == "present":
-                    module_id = writer.add_labels(result.content_hash)
-                else:
-                    module_id = writer.add(result.module_row, result.tables, result.warnings)
-                    result.status = "loaded"
-                out.append((writer.run_id, files.stem, result.status, module_id, message))
-                if writer.full:
-                    writer.flush()
+        # the task's groups first: its programs of a profile are read in one pass
+        groups = [group_of(row) for batch in batches for row in batch.to_pylist()]
+        for files in with_programs(groups):
+            directories.add(files.directory)
+            if writer is None:
+                writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
+            result = parse_files(files, writer.module_ids)
+            module_id = None
+            message = None
+            if result.status == "skipped":
+                message = result.error.describe() if result.error else None
+            elif result.status == "failed":
+                writer.add_failure(result.error)
+                message = result.error.describe() if result.error else None
+            elif result.status == "present":
+                module_id = writer.add_labels(result.content_hash)
+            else:
+                module_id = writer.add(result.module_row, result.tables, result.warnings)
+                result.status = "loaded"
+            out.append((writer.run_id, files.stem, result.status, module_id, message))
+            if writer.full:
+                writer.flush()
         if writer is not None:
             writer.flush()
             writer.start(sorted(directories))  # the run's row names the directories it read
