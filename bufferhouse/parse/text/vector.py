@@ -19,11 +19,12 @@ notice one.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import zlib
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -180,6 +181,47 @@ def _ahead(
             yield item
 
 
+#: Pieces handed to the bulk thread and not yet made, at most: a chunk of the
+#: allocations section makes two (headers, value lines).
+_PIECES_WAITING = 4
+
+
+class _Bulk:
+    """The bulk lines' columns of each piece (allocation headers, ` value:` lines,
+    InstructionSequence and BufferLiveRange entries), made as the chunks come.
+
+    With threads they are made on a thread of their own (extraction and
+    conversion are Arrow kernels, which release the GIL) while the caller
+    goes on with the structural lines and the next chunk; at most
+    _PIECES_WAITING pieces wait (two chunks' worth). `pieces` keeps each
+    kind's results in file order, waited for by `take`.
+    """
+
+    def __init__(self, threads: bool) -> None:
+        self.thread = ThreadPoolExecutor(1, "bufferhouse-bulk") if threads else None
+        self.pieces: dict[str, list] = {k: [] for k in ("alloc", "value", "seq", "blr")}
+        self.waiting: list[Future] = []
+
+    def add(self, kind: str, make: Callable[[], pa.Table]) -> None:
+        if self.thread is None:
+            self.pieces[kind].append(make())
+            return
+        while len(self.waiting) >= _PIECES_WAITING:
+            self.waiting.pop(0).result()
+        future = self.thread.submit(make)
+        self.waiting.append(future)
+        self.pieces[kind].append(future)
+
+    def take(self, kind: str) -> list[pa.Table]:
+        """A kind's pieces, in file order (the first error raised here)."""
+        got = self.pieces.pop(kind)
+        return [part.result() if isinstance(part, Future) else part for part in got]
+
+    def close(self) -> None:
+        if self.thread is not None:
+            self.thread.shutdown(wait=True, cancel_futures=True)
+
+
 def _scan_file(
     p: LineReader, path: str, columns: dict[str, object], seen: list[str], threads: bool = False
 ) -> None:
@@ -193,12 +235,20 @@ def _scan_file(
     """
     threads = threads and stored_size(path) > _CHUNK  # one chunk: nothing to overlap
     used = UsedBlocks(p, threads)
+    bulk = _Bulk(threads)
     try:
         _scan_chunks(
-            p, path, columns, seen, used, _ahead(_chunks(path)) if threads else _chunks(path)
+            p,
+            path,
+            columns,
+            seen,
+            used,
+            bulk,
+            _ahead(_chunks(path)) if threads else _chunks(path),
         )
     finally:
         used.close()
+        bulk.close()
 
 
 def _scan_chunks(
@@ -207,11 +257,10 @@ def _scan_chunks(
     columns: dict[str, object],
     seen: list[str],
     used: UsedBlocks,
+    bulk: _Bulk,
     chunks: Iterator[tuple[int, pa.LargeStringArray]],
 ) -> None:
-    pieces: dict[str, list] = {
-        k: [] for k in ("alloc", "value", "cross_head", "cross", "seq", "blr", "peak")
-    }
+    pieces: dict[str, list] = {k: [] for k in ("cross_head", "cross", "peak")}
     attributes: dict[str, tuple[int, tuple]] = {}  # allocation attribute list -> parsed
     section: str | None = None  # the section the next line belongs to
     p.begin_file()
@@ -235,19 +284,23 @@ def _scan_chunks(
             if section == "ba":
                 is_value = pc.starts_with(body, " value: ").to_numpy(zero_copy_only=False)
                 is_alloc = pc.starts_with(body, "allocation ").to_numpy(zero_copy_only=False)
-                pieces["alloc"].append(
-                    _allocations(
+                bulk.add(
+                    "alloc",
+                    functools.partial(
+                        _allocations,
                         path,
-                        extract(body.filter(pa.array(is_alloc)), _ALLOC),
+                        body.filter(pa.array(is_alloc)),
                         at_line + 1 + np.flatnonzero(is_alloc),
                         attributes,
-                    )
+                    ),
                 )
-                pieces["value"].append(
-                    _value_lines(
-                        extract(body.filter(pa.array(is_value)), _VALUE),
+                bulk.add(
+                    "value",
+                    functools.partial(
+                        _value_lines,
+                        body.filter(pa.array(is_value)),
                         at_line + 1 + np.flatnonzero(is_value),
-                    )
+                    ),
                 )
                 is_head = pc.equal(body, g.CROSS_HEAD).to_numpy(zero_copy_only=False)
                 is_cross = pc.starts_with(body, "  value: ").to_numpy(zero_copy_only=False)
@@ -260,22 +313,12 @@ def _scan_chunks(
                             at_line + 1 + np.flatnonzero(is_cross),
                         )
                     )
-                bulk = is_value | is_alloc | is_head | is_cross
-                structural.append(start + np.flatnonzero(~bulk))
+                is_bulk = is_value | is_alloc | is_head | is_cross
+                structural.append(start + np.flatnonzero(~is_bulk))
             elif section == "seq":
-                found = extract(body, _SEQ)
-                pieces["seq"].append(
-                    pa.Table.from_arrays(
-                        [
-                            ints(found.field("step")),
-                            pc.cast(found.field("name"), pa.string()),
-                            pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
-                        ],
-                        schema=model.SCHEDULE,
-                    )
-                )
+                bulk.add("seq", functools.partial(_sequence_lines, body, at_line))
             elif section == "blr":
-                pieces["blr"].append(_live_lines(extract(body, _BLR), at_line))
+                bulk.add("blr", functools.partial(_live_lines, body, at_line))
             elif section == "peak":
                 pieces["peak"].append(_peak_lines(p, body, at_line))
             elif section == "used":
@@ -298,12 +341,13 @@ def _scan_chunks(
     p.last_line = total
     p.end_file(path)
 
-    if pieces["alloc"]:
+    allocs_pieces, value_pieces = bulk.take("alloc"), bulk.take("value")
+    if allocs_pieces:
         if "values" in columns:
             raise Irregular("value lines in two files")
-        allocs = pa.concat_tables(pieces.pop("alloc"))
+        allocs = pa.concat_tables(allocs_pieces)
         columns["allocs"] = allocs
-        columns["values"] = _values(p, allocs, pa.concat_tables(pieces.pop("value")))
+        columns["values"] = _values(p, allocs, pa.concat_tables(value_pieces))
         columns["cross"] = model.CROSS.empty_table()
         if pieces["cross_head"]:
             columns["cross"] = _cross_color(
@@ -314,10 +358,10 @@ def _scan_chunks(
             raise Irregular("Used values before the allocations")
         columns.update(used.columns())
         memory.release()
-    if pieces["seq"]:
-        columns["schedule"] = pa.concat_tables(pieces.pop("seq"))
-    if pieces["blr"]:
-        columns["live"] = pa.concat_tables(pieces.pop("blr"))
+    if seq := bulk.take("seq"):
+        columns["schedule"] = pa.concat_tables(seq)
+    if blr := bulk.take("blr"):
+        columns["live"] = pa.concat_tables(blr)
     if pieces["peak"]:
         columns["peak"] = pa.concat_tables(pieces.pop("peak"))
     memory.release()
@@ -334,12 +378,13 @@ def _check_order(kinds: list[str], seen: list[str]) -> None:
 
 def _allocations(
     path: str,
-    found: pa.StructArray,
+    lines: pa.Array,
     lineno: np.ndarray,
     attributes: dict[str, tuple[int, tuple]],
 ) -> pa.Table:
     """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once
     (`attributes` keeps them from piece to piece)."""
+    found = extract(lines, _ALLOC)
     rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
     first = first_occurrences(rests.indices.to_numpy())
     parsed = []
@@ -372,7 +417,9 @@ def _allocations(
 _VALUE_LINES = pa.schema([f for f in model.VALUES if f.name != "allocation"])
 
 
-def _value_lines(found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
+def _value_lines(lines: pa.Array, lineno: np.ndarray) -> pa.Table:
+    """The ` value:` lines of a piece; `lineno` holds their 1-based line numbers."""
+    found = extract(lines, _VALUE)
     return pa.Table.from_arrays(
         [
             ints(found.field("id")),
@@ -389,8 +436,22 @@ def _value_lines(found: pa.StructArray, lineno: np.ndarray) -> pa.Table:
     )
 
 
-def _live_lines(found: pa.StructArray, at_line: int) -> pa.Table:
+def _sequence_lines(body: pa.Array, at_line: int) -> pa.Table:
+    """InstructionSequence entries; `at_line` is the 0-based file line index of the first."""
+    found = extract(body, _SEQ)
+    return pa.Table.from_arrays(
+        [
+            ints(found.field("step")),
+            pc.cast(found.field("name"), pa.string()),
+            pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
+        ],
+        schema=model.SCHEDULE,
+    )
+
+
+def _live_lines(body: pa.Array, at_line: int) -> pa.Table:
     """BufferLiveRange entries; `at_line` is the 0-based file line index of the first."""
+    found = extract(body, _BLR)
     return pa.Table.from_arrays(
         [
             pc.cast(found.field("name"), pa.string()),
