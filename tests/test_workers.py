@@ -380,3 +380,38 @@ def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, mon
         alone = parse_files(files)
         assert alone.content_hash == outcomes[files.stem].content_hash
         assert _row_counts(alone) == _row_counts(outcomes[files.stem])
+
+
+def test_a_future_the_broken_pool_never_fails_is_lost_with_it(tmp_path, monkeypatch):
+    """CPython 3.11 fails a broken pool's futures without holding its submit lock, so a
+    submit that slips in as the pool breaks returns a future that nothing completes
+    (a CI run's ingest waited on one until its 300 s timeout). Such a future's module
+    is taken as lost after BROKEN_GRACE and parsed in the rebuilt pool: every module
+    loads, once, and the ingest does not wait forever."""
+    monkeypatch.setattr(workers, "BROKEN_GRACE", 0.2)
+
+    class OrphaningPool(ProcessPoolExecutor):
+        pools = 0
+        orphans = 0
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.number, self.submits = OrphaningPool.pools, 0
+            OrphaningPool.pools += 1
+
+        def submit(self, fn, files):
+            self.submits += 1
+            if self.number == 0 and self.submits == 3:
+                super().submit(os._exit, 1).exception()  # the pool has seen a death
+                OrphaningPool.orphans += 1
+                return Future()  # submitted as the pool broke: never completed
+            return super().submit(fn, files)
+
+    shutil.copytree(SAMPLES, tmp_path / "tree")
+    groups = discover([tmp_path / "tree"])
+    outcomes, directory = _parse_with(OrphaningPool, groups, monkeypatch)
+    assert OrphaningPool.orphans == 1 and OrphaningPool.pools >= 2
+    for files in groups:
+        assert outcomes[files.stem].status == "parsed", outcomes[files.stem].error
+        assert _row_counts(outcomes[files.stem]) == _row_counts(parse_files(files))
+    assert not Path(directory).exists()

@@ -17,13 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import (
-    ALL_COMPLETED,
-    FIRST_COMPLETED,
-    Future,
-    ProcessPoolExecutor,
-    wait,
-)
+from concurrent.futures import ALL_COMPLETED, FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
 from bufferhouse.errors import DumpError
@@ -74,15 +68,6 @@ def _follow(parent: int) -> None:
     threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
-    if os.name != "nt":
-        # The fork server imports the parser once; each worker is forked from it with
-        # the modules loaded, instead of importing them itself (0.3 s of CPU a worker).
-        ctx.set_forkserver_preload([__name__])
-    return ctx
-
-
 def _work(files: ModuleFiles) -> ParseResult:
     result = parse_files(files, _known, _max_bytes)
     if result.tables is not None:
@@ -108,7 +93,7 @@ def parse_in_workers(
     its neighbours. The death may show in a future or, when it falls between a
     wait and the next submit, in that submit (the module stays queued).
     """
-    ctx = _context()
+    ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
     directory = handoff.make_directory()
 
     def new_pool(workers: int) -> ProcessPoolExecutor:
@@ -150,16 +135,22 @@ def parse_in_workers(
                 todo.popleft()
             if not pending and not broken:
                 return
-            done, _ = wait(pending, return_when=ALL_COMPLETED if broken else FIRST_COMPLETED)
-            if not broken and any(isinstance(f.exception(), BrokenProcessPool) for f in done):
-                broken = True
-                done, _ = wait(pending)  # a broken pool fails at once each future it holds
+            if not broken:
+                done, _ = wait(pending, timeout=WATCH_SECONDS, return_when=FIRST_COMPLETED)
+                broken = _is_broken(pool) or any(
+                    isinstance(f.exception(), BrokenProcessPool) for f in done
+                )
+            if broken:
+                # A broken pool fails each future it holds at once, but not one submitted
+                # while it was breaking (CPython 3.11 fails them without its submit lock):
+                # what is not done after BROKEN_GRACE is lost with the pool too.
+                done, _ = wait(pending, timeout=BROKEN_GRACE, return_when=ALL_COMPLETED)
             lost: list[ModuleFiles] = []  # what the death took down, in submission order
-            for future in [f for f in pending if f in done]:
-                if isinstance(future.exception(), BrokenProcessPool):
-                    lost.append(pending.pop(future))
-                else:
+            for future in list(pending):
+                if future in done and not isinstance(future.exception(), BrokenProcessPool):
                     yield pending.pop(future), received(future.result())
+                elif broken:
+                    lost.append(pending.pop(future))
             if not broken:
                 continue
             # The pool is gone, and every module it held with it: the first is parsed
@@ -173,6 +164,17 @@ def parse_in_workers(
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
         handoff.remove_directory(directory)  # with the files of results never read
+
+
+#: How long the futures of a broken pool may take to be failed before they are taken
+#: as lost with it.
+BROKEN_GRACE = 5.0
+
+
+def _is_broken(pool: ProcessPoolExecutor) -> bool:
+    """Whether the pool has seen a worker die (CPython's flag, set before it fails the
+    futures it holds)."""
+    return bool(getattr(pool, "_broken", False))
 
 
 def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> ParseResult:
