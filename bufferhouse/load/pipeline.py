@@ -221,7 +221,9 @@ def run_batches(
         try:
             for files, result in results:
                 if isinstance(files, ModuleFiles):
-                    files.program_data = None  # a profile's HloProto: parsed, not kept
+                    # A profile program's HloProto: a worker parsed its own copy of it
+                    # (parse_files lets go of the one it parses itself).
+                    files.program_data = None
                 outcome = _stage(writer, files, result)
                 if outcome.status in ("loaded", "events"):
                     waiting.append(outcome)

@@ -208,20 +208,21 @@ _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
 
 def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
     """One program of an XProf profile: its HloProto (read by with_programs, or here),
-    its content hash, and the module unless the warehouse holds that hash already."""
+    its content hash, and the module unless the warehouse holds that hash already.
+    The group lets go of the HloProto: whoever parses it owns it (in a worker process,
+    the ingest's copy is let go by parse_in_workers)."""
     from bufferhouse.parse.proto.xplane import read_program
 
     assert files.xplane is not None and files.program is not None
+    data, files.program_data = files.program_data, None
     try:
-        data = files.program_data
         if data is None:
             data = read_program(files.xplane, files.program, files.plane_offset)
-        digest = proto.xplane_content_hash(files.program, data)
+        digest, nbytes = proto.xplane_content_hash(files.program, data), len(data)
         if digest in known:
-            return ParseResult("present", content_hash=digest, bytes_read=len(data))
-        parsed, digest, nbytes = proto.parse_xplane_program(
-            files.xplane, files.program, files.plane_offset, files.xplane_backend, data
-        )
+            return ParseResult("present", content_hash=digest, bytes_read=nbytes)
+        parsed = proto.parse_xplane_program(files.xplane, files.program, data, files.xplane_backend)
+        del data
     except proto.NoBufferAssignment as exc:
         return ParseResult("skipped", error=exc)
     except DumpError as exc:

@@ -3,6 +3,7 @@ or write them straight into a Parquet dataset as a local `--to-parquet` ingest d
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -108,11 +109,7 @@ def parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     per_batch = [[group_of(row) for row in batch.to_pylist()] for batch in batches]
     groups = with_programs([g for batch in per_batch for g in batch])
     for batch in per_batch:
-        rows = []
-        for _ in batch:
-            files = next(groups)
-            rows += parse_rows(files)
-            files.program_data = None  # a profile's HloProto: parsed, not kept
+        rows = [r for files in itertools.islice(groups, len(batch)) for r in parse_rows(files)]
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
@@ -190,7 +187,6 @@ def write_batches(
             if writer is None:
                 writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
             result = parse_files(files, writer.module_ids)
-            files.program_data = None  # a profile's HloProto: parsed, not kept
             module_id = None
             message = None
             if result.status == "skipped":

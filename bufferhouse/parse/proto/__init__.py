@@ -77,21 +77,12 @@ def xplane_content_hash(program: str, data: bytes) -> str:
     return h.hexdigest()
 
 
-def parse_xplane_program(
-    path: str, program: str, offset: int, backend: str | None, data: bytes | None = None
-) -> tuple[ParsedModule, str, int]:
-    """One program of a profile: the module, its content hash (program name and
-    HloProto bytes) and the HloProto's size. `backend` is the profile's (from its
-    device planes: a profile's HloProto does not name it). `data`: the HloProto, if
-    read already (else it is read from the profile)."""
-    from bufferhouse.parse.proto.xplane import read_program
-
-    if data is None:
-        data = read_program(path, program, offset)
+def parse_xplane_program(path: str, program: str, data: bytes, backend: str | None) -> ParsedModule:
+    """One program of a profile, from its HloProto `data` (xplane.read_programs).
+    `backend` is the profile's (from its device planes: a profile's HloProto does not
+    name it)."""
     where = f"{path}#{program}"
-    proto = decode_hlo_proto(data, where)
-    parsed = parse_hlo_proto(proto, where)
-    return _finish(parsed, backend), xplane_content_hash(program, data), len(data)
+    return _finish(parse_hlo_proto(decode_hlo_proto(data, where), where), backend)
 
 
 def merge_text_and_proto(text: ParsedModule, proto: ParsedModule, proto_path: str) -> ParsedModule:
