@@ -8,8 +8,8 @@ prints them, naming the field (rules.fits).
 from __future__ import annotations
 
 import operator
-import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -275,43 +275,15 @@ def parse_batch(
 def _parse_batches(
     batches: list[tuple[pa.Array, pa.Array]], used_path: str, threads: int = 0
 ) -> list[tuple[pa.Table, list[DumpError]]]:
-    """parse_batch of every batch, in order, by this thread and `threads` more, each taking
-    the next batch left (the fast path is Arrow's RE2, which releases the GIL). The
-    results, warnings and the error raised (that of the first batch in order that fails)
-    are those of parsing the batches one after another."""
+    """parse_batch of every batch, in order, on `threads` + 1 threads (the fast path is
+    Arrow's RE2, which releases the GIL). The results, warnings and the error raised
+    (that of the first batch in order that fails) are those of parsing the batches one
+    after another."""
     if threads < 1 or len(batches) < 2:
         return [parse_batch(*batch, used_path) for batch in batches]
-    results: list[tuple[pa.Table, list[DumpError]] | BaseException | None] = [None] * len(batches)
-    left = iter(range(len(batches)))
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                i = next(left, None)
-            if i is None:
-                return
-            try:
-                results[i] = parse_batch(*batches[i], used_path)
-            except BaseException as exc:  # raised below, in batch order
-                results[i] = exc
-
-    helpers = [
-        threading.Thread(target=work, name="bufferhouse-texts", daemon=True)
-        for _ in range(min(threads, len(batches) - 1))
-    ]
-    for helper in helpers:
-        helper.start()
-    work()
-    for helper in helpers:
-        helper.join()
-    out = []
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-        assert result is not None
-        out.append(result)
-    return out
+    with ThreadPoolExecutor(min(threads + 1, len(batches)), "bufferhouse-texts") as pool:
+        parsed = [pool.submit(parse_batch, *batch, used_path) for batch in batches]
+        return [future.result() for future in parsed]
 
 
 def _too_large_in_text(rows: list[tuple], lines: list[int], used_path: str) -> ParseError:
