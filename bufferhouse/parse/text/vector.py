@@ -37,6 +37,7 @@ from bufferhouse.parse.reader import open_dump, read_lines, stored_size
 from bufferhouse.parse.text import grammar as g
 from bufferhouse.parse.text.blocks import (
     Irregular,
+    Lane,
     UsedBlocks,
     extract,
     index_or_empty,
@@ -181,45 +182,24 @@ def _ahead(
             yield item
 
 
-#: Pieces handed to the bulk thread and not yet made, at most: a chunk of the
-#: allocations section makes two (headers, value lines).
-_PIECES_WAITING = 4
-
-
 class _Bulk:
     """The bulk lines' columns of each piece (allocation headers, ` value:` lines,
-    InstructionSequence and BufferLiveRange entries), made as the chunks come.
-
-    With threads they are made on a thread of their own (extraction and
-    conversion are Arrow kernels, which release the GIL) while the caller
-    goes on with the structural lines and the next chunk; at most
-    _PIECES_WAITING pieces wait (two chunks' worth). `pieces` keeps each
-    kind's results in file order, waited for by `take`.
-    """
+    InstructionSequence and BufferLiveRange entries), made as the chunks come: with
+    threads, on a Lane of their own while the caller goes on with the structural lines
+    and the next chunk (a chunk of the allocations section makes two pieces, so four
+    waiting are two chunks' worth). `take` gives a kind's pieces in file order."""
 
     def __init__(self, threads: bool) -> None:
-        self.thread = ThreadPoolExecutor(1, "bufferhouse-bulk") if threads else None
+        self.lane = Lane(threads, "bufferhouse-bulk", limit=4)
         self.pieces: dict[str, list] = {k: [] for k in ("alloc", "value", "seq", "blr")}
-        self.waiting: list[Future] = []
 
     def add(self, kind: str, make: Callable[[], pa.Table]) -> None:
-        if self.thread is None:
-            self.pieces[kind].append(make())
-            return
-        while len(self.waiting) >= _PIECES_WAITING:
-            self.waiting.pop(0).result()
-        future = self.thread.submit(make)
-        self.waiting.append(future)
-        self.pieces[kind].append(future)
+        self.pieces[kind].append(self.lane.run(make))
 
     def take(self, kind: str) -> list[pa.Table]:
         """A kind's pieces, in file order (the first error raised here)."""
         got = self.pieces.pop(kind)
         return [part.result() if isinstance(part, Future) else part for part in got]
-
-    def close(self) -> None:
-        if self.thread is not None:
-            self.thread.shutdown(wait=True, cancel_futures=True)
 
 
 def _scan_file(
@@ -248,7 +228,7 @@ def _scan_file(
         )
     finally:
         used.close()
-        bulk.close()
+        bulk.lane.close()
 
 
 def _scan_chunks(
