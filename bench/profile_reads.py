@@ -26,13 +26,14 @@ import argparse
 import gzip
 import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from bench.proto import timed_ingest  # noqa: E402
+
 WORK = ROOT / "bench" / "_work" / "profile_reads"
 PB = next((ROOT / "tests/data/proto/proto_only/donate_sgd").glob("*after_optimizations.hlo.pb"))
 
@@ -77,16 +78,6 @@ def make_profile(programs: int, mb: int, metadata: str, hlo: Path) -> Path:
     return path
 
 
-_RUN = """
-import resource, sys
-from bufferhouse.cli import main
-try:
-    main(sys.argv[1:])
-except SystemExit as e:
-    code = e.code
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, code)
-"""
-
 #: sitecustomize of every process of the ingest (PYTHONPATH): the ingest and its workers.
 _SITE = """
 import builtins, os
@@ -115,25 +106,9 @@ def ingest(checkout: Path, profile: Path, jobs: int) -> tuple[float, int, int]:
             BENCH_PROFILE=os.path.realpath(profile),
             BENCH_LOG=str(log),
         )
-        command = [sys.executable, "-c", _RUN, "ingest", str(profile.parent)]
-        start = time.perf_counter()
-        out = (
-            subprocess.run(
-                [*command, "--db", str(db), "--jobs", str(jobs)],
-                check=True,
-                cwd=tmp,
-                env=env,
-                stderr=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            .stdout.splitlines()[-1]
-            .split()
-        )
-        seconds = time.perf_counter() - start
-        assert out[1] in ("0", "None"), f"ingest of {profile} failed"
+        seconds, rss = timed_ingest(profile.parent, db, jobs, cwd=Path(tmp), env=env)
         opens = len(log.read_text().splitlines()) if log.exists() else 0
-    return seconds, int(out[0]), opens
+    return seconds, rss, opens
 
 
 def main() -> None:

@@ -89,16 +89,18 @@ _RUN = (
 )
 
 
-def ingest(path: Path) -> tuple[float, int]:
-    """Wall seconds and peak RSS (MiB) of one CLI ingest (one process) into a fresh file."""
-    db = WORK / "bench.duckdb"
-    db.unlink(missing_ok=True)
+def timed_ingest(
+    path: Path, db: Path, jobs: int = 1, cwd: Path = ROOT, env: dict | None = None
+) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MiB, the ingest process) of one CLI ingest of `path`
+    into `db` (a subprocess, `env` its environment)."""
     start = time.perf_counter()
     out = (
         subprocess.run(
-            [sys.executable, "-c", _RUN, "ingest", str(path), "--db", str(db), "--jobs", "1"],
+            [sys.executable, "-c", _RUN, "ingest", str(path), "--db", str(db), "--jobs", str(jobs)],
             check=True,
-            cwd=ROOT,
+            cwd=cwd,
+            env=env,
             stderr=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             text=True,
@@ -109,6 +111,13 @@ def ingest(path: Path) -> tuple[float, int]:
     seconds = time.perf_counter() - start
     assert out[1] in ("0", "None"), f"ingest of {path} failed"
     return seconds, int(out[0])
+
+
+def ingest(path: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (MiB) of one CLI ingest (one process) into a fresh file."""
+    db = WORK / "bench.duckdb"
+    db.unlink(missing_ok=True)
+    return timed_ingest(path, db)
 
 
 def big_profile(pb: Path, gb: float) -> Path:
