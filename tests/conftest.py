@@ -48,6 +48,23 @@ def pip_target(spec: str | list[str], name: str, no_deps: bool = False) -> Path:
     return target
 
 
+def run_with(args: list[str], cwd: Path, first_on_path: Path | None = None, **env: str) -> dict:
+    """What `python -c args...` prints as JSON on its last line, run in a subprocess
+    with this checkout (after `first_on_path`: an older dependency from pip_target) on
+    its path and `env` added to its environment."""
+    root = Path(__file__).resolve().parent.parent
+    path = [str(root)] if first_on_path is None else [str(first_on_path), str(root)]
+    proc = subprocess.run(
+        [sys.executable, "-c", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(path), **env},
+        cwd=cwd,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--update-golden",

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from bufferhouse import queries
-from tests.conftest import SAMPLES, pip_target
+from tests.conftest import SAMPLES, pip_target, run_with
 
 ROOT = Path(__file__).resolve().parent.parent
 OLDEST = "duckdb>=1.4,<1.5"
@@ -72,17 +72,8 @@ def oldest_duckdb() -> Path:
 
 
 def _run_api(tmp_path: Path, name: str, first_on_path: Path | None, mode: str = "full") -> dict:
-    path = [str(ROOT)] if first_on_path is None else [str(first_on_path), str(ROOT)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    proc = subprocess.run(
-        [sys.executable, "-c", API_SCRIPT, str(SAMPLES), str(tmp_path / f"{name}.duckdb"), mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.splitlines()[-1])
+    args = [API_SCRIPT, str(SAMPLES), str(tmp_path / f"{name}.duckdb"), mode]
+    return run_with(args, tmp_path, first_on_path)
 
 
 def test_the_api_on_both_duckdb_majors(tmp_path, oldest_duckdb):

@@ -17,16 +17,12 @@ DecodeError, for a string that is not UTF-8, which must still be a located error
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import DATA, pip_target
+from tests.conftest import DATA, pip_target, run_with
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = DATA / "proto"
@@ -111,20 +107,10 @@ def protobuf_floor() -> str:
 
 
 def _ingest(tmp_path: Path, name: str, first_on_path: Path | None, impl: str) -> dict:
-    path = [str(ROOT)] if first_on_path is None else [str(first_on_path), str(ROOT)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-    env["PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION"] = impl
     work = tmp_path / f"{name}-{impl}"
     work.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(work / "w.duckdb"), *map(str, TREES)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=work,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.splitlines()[-1])
+    args = [SCRIPT, str(work / "w.duckdb"), *map(str, TREES)]
+    return run_with(args, work, first_on_path, PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=impl)
 
 
 @pytest.fixture(scope="session")
