@@ -217,15 +217,25 @@ CHUNKS = st.sampled_from(
 )  # fmt: skip
 
 
-@EXAMPLES
-@given(
-    st.sampled_from(DATA_TEXTS),
-    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 6), CHUNKS), min_size=1, max_size=3),
-)
-def test_damaged_data_texts_agree(text, edits):
+def _damage(text: str, edits: list[tuple[int, int, str]]) -> str:
+    """`text` with each (at, cut, chunk) edit: `cut` characters at `at` replaced by `chunk`."""
     for at, cut, chunk in edits:
         at = min(at, len(text))
         text = text[:at] + chunk + text[at + cut :]
+    return text
+
+
+#: Real instruction texts of the test data, damaged by one to three edits.
+DAMAGED_TEXTS = st.builds(
+    _damage,
+    st.sampled_from(DATA_TEXTS),
+    st.lists(st.tuples(st.integers(0, 400), st.integers(0, 6), CHUNKS), min_size=1, max_size=3),
+)
+
+
+@EXAMPLES
+@given(DAMAGED_TEXTS)
+def test_damaged_data_texts_agree(text):
     event(assert_same(text))
 
 
