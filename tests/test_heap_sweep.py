@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bufferhouse.parse.text.heap import _in_use_events, _max_per_alloc, _peak
+from bufferhouse.parse.derive.heap import _in_use_events, _max_per_alloc, _peak
 
 _VALUE = st.tuples(
     st.integers(0, 3),  # allocation

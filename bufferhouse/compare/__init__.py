@@ -182,12 +182,16 @@ def diff(
     )
     gate = None
     if threshold is not None:
-        over = [
-            r["status"] not in ("added", "removed")
-            and threshold.exceeded(r["base_bytes"], r["head_bytes"])
-            for r in modules.to_pylist()
-        ]
-        gate = Gate(peak, threshold, modules.filter(pa.array(over, pa.bool_())))
+        rows = modules.to_pylist()
+        matched = [r["status"] not in ("added", "removed") for r in rows]
+        over = [m and threshold.exceeded(r["base_bytes"], r["head_bytes"]) for m, r in zip(matched, rows)]
+        blind = [m and (r["base_bytes"] is None or r["head_bytes"] is None) for m, r in zip(matched, rows)]
+        gate = Gate(
+            peak,
+            threshold,
+            modules.filter(pa.array(over, pa.bool_())),
+            modules.filter(pa.array(blind, pa.bool_())),
+        )
     return DiffResult(b.side, h.side, peak, module, modules, changes, buffers, sources, gate)
 
 

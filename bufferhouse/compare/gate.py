@@ -98,16 +98,21 @@ class Gate:
     peak: str  # heap | logical | total
     threshold: Threshold
     failures: pa.Table  # rows of DiffResult.modules over the threshold
+    #: Matched modules whose chosen peak is unknown on a side: the gate cannot compare
+    #: them, and a gate that cannot compare fails (it never passes on a missing figure).
+    uncomparable: pa.Table
 
     @property
     def passed(self) -> bool:
-        return self.failures.num_rows == 0
+        return self.failures.num_rows == 0 and self.uncomparable.num_rows == 0
 
     def details(self, limit: int = 10) -> str:
-        """Which modules grew past the threshold (at most `limit` named), or that none did."""
+        """Which modules grew past the threshold (at most `limit` named), or that none did;
+        and which could not be compared."""
         what = f"more than {self.threshold} in {PEAK_TITLES[self.peak]}"
-        if self.passed:
-            return f"no matched module grew {what}"
+        blind = self._uncomparable(limit)
+        if self.failures.num_rows == 0:
+            return blind or f"no matched module grew {what}"
         rows = self.failures.to_pylist()
         shown = ", ".join(
             f"{r['module_name']} {signed(r['delta_bytes'])}"
@@ -116,7 +121,24 @@ class Gate:
         )
         more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
         n = len(rows)
-        return f"{n} matched module{'s' if n != 1 else ''} grew {what}: {shown}{more}"
+        grew = f"{n} matched module{'s' if n != 1 else ''} grew {what}: {shown}{more}"
+        return f"{grew}; {blind}" if blind else grew
+
+    def _uncomparable(self, limit: int) -> str:
+        rows = self.uncomparable.to_pylist()
+        if not rows:
+            return ""
+        names = ", ".join(
+            f"{r['module_name']} ({'base' if r['base_bytes'] is None else 'head'})"
+            for r in rows[:limit]
+        )
+        more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
+        n = len(rows)
+        return (
+            f"{n} matched module{'s' if n != 1 else ''} cannot be compared, no"
+            f" {PEAK_TITLES[self.peak]} on one side: {names}{more} (see peak_source in"
+            " docs/metrics.md; --peak total compares what every form carries)"
+        )
 
     def describe(self, limit: int = 10) -> str:
         return f"gate {'passed' if self.passed else 'failed'}: {self.details(limit)}"

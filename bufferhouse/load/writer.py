@@ -101,12 +101,15 @@ def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table
     reader = pa.RecordBatchReader.from_batches(
         data.schema, _batches(data, order, INSERT_BATCH_ROWS)
     )
+    # By name: a column an upgrade added sits last in the stored table, wherever it is declared.
+    columns = ", ".join(quote_identifier(name) for name in data.schema.names)
     del data, order
     view = f"_bh_load_{table_name}"
     con.register(view, reader)
     try:
         con.execute(
-            f"INSERT INTO {quote_identifier(table_name)} SELECT * FROM {quote_identifier(view)}"
+            f"INSERT INTO {quote_identifier(table_name)} ({columns})"
+            f" SELECT * FROM {quote_identifier(view)}"
         )
     finally:
         # After a failed write DuckDB may refuse even this; the write's error is the one to report.

@@ -28,7 +28,8 @@ import pyarrow as pa
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import memory, proto
 from bufferhouse.parse.discover import LogFile, ModuleFiles, stem_parts, text_path
-from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.derive import Derived, Origin, derive
+from bufferhouse.parse.model import Reading
 from bufferhouse.parse.oom import LogEvents, read_log
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
 from bufferhouse.parse.text import scan, vector
@@ -39,7 +40,7 @@ from bufferhouse.schema.ids import UNASSIGNED_MODULE_ID
 __all__ = [
     "VECTOR_MIN_BYTES",
     "ParseResult",
-    "ParsedModule",
+    "Reading",
     "module_tables",
     "parse_files",
     "parse_log",
@@ -60,8 +61,8 @@ def parse_module(
     accelerate: bool = True,
     vector_min_bytes: int = VECTOR_MIN_BYTES,
     threads: int = 0,
-) -> ParsedModule:
-    """Parse a module's files, given as (role, path).
+) -> Reading:
+    """Read a module's text dump files, given as (role, path).
 
     `accelerate=False` runs only the per-line state machine (the reference);
     `vector_min_bytes=0` sends every module the vectorized scanner can read to it.
@@ -136,7 +137,8 @@ def parse_files(
 
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
-    the proto's trace and peaks, disagreements as warnings) or from a profile.
+    the proto's trace, disagreements as warnings) or from a profile; each form gives
+    a Reading, and one derive step computes the figures of all of them.
     A LogFile is scanned for OOM events instead (parse_log).
     """
     if isinstance(files, LogFile):
@@ -161,46 +163,55 @@ def parse_files(
     if identity.dump_hash in known:  # held under its dump files alone: see _held_without_hlo
         return _held_without_hlo(files, identity)
     try:
-        backend = stem_parts(text_path(files.stem))["backend"]
-        from_proto = None
-        if files.proto is not None:
-            try:
-                from_proto = proto.parse_proto_file(files.proto, backend)
-            except proto.NoBufferAssignment as exc:
-                if not dump_files:
-                    return ParseResult("skipped", digest, nbytes, error=exc)
-                files.problems.append(exc)
-        if dump_files:
-            parsed = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
-            parsed.facts["assignment_fingerprint"] = proto.assignment_fingerprint(parsed.tables)
-            if from_proto is not None:
-                parsed = proto.merge_text_and_proto(parsed, from_proto, files.proto)
-                parsed.facts["source_kind"] = "text+proto"
-            else:
-                parsed.facts["source_kind"] = "text"
-        else:
-            assert from_proto is not None
-            parsed = from_proto
-            parsed.facts["source_kind"] = "proto"
-        row = _module_row(files, parsed, digest, nbytes)
-        tables = module_tables(parsed)
-        pa.Table.from_pylist([row], schema=_MODULE_ROW)  # its numbers must fit their columns too
+        reading = _read(files, dump_files, accelerate, threads)
+        if reading is None:
+            assert files.problems
+            return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
+        derived = derive(reading, _origin(files, reading, digest, nbytes))
+        tables = _check_fits(derived)
     except DumpError as exc:
         return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=exc)
     except (OverflowError, pa.ArrowInvalid) as exc:  # a number too large for its column
         error = _range_error(files, exc)
         return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
     except Exception as exc:  # a bug of ours must not take the batch down
-        where = files.display
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return ParseResult(
-            "failed",
-            content_hash=digest,
-            bytes_read=nbytes,
-            error=DumpError(where, 0, f"internal error while parsing (please report): {detail}"),
-        )
-    warnings = [*files.problems, *parsed.warnings]
-    return ParseResult("parsed", digest, nbytes, row, tables, warnings)
+        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=_internal(files, exc))
+    warnings = [*files.problems, *derived.warnings]
+    return ParseResult("parsed", digest, nbytes, derived.row.as_dict(), tables, warnings)
+
+
+def _read(
+    files: ModuleFiles, dump_files: list[tuple[str, str]], accelerate: bool, threads: int
+) -> Reading | None:
+    """The module's reading from the forms beside each other: text, proto or both. None
+    when the only form is a proto without a buffer assignment (its problem recorded)."""
+    from_proto = None
+    if files.proto is not None:
+        try:
+            from_proto = proto.parse_proto_file(files.proto)
+        except proto.NoBufferAssignment as exc:
+            files.problems.append(exc)
+            if not dump_files:
+                return None
+    if not dump_files:
+        return from_proto
+    text = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
+    if from_proto is None:
+        return text
+    return proto.combine_text_and_proto(text, from_proto, files.proto)
+
+
+def _check_fits(derived: Derived) -> dict[str, pa.Table]:
+    """The tables as the warehouse declares them; the row's numbers must fit their
+    columns too (raises OverflowError / ArrowInvalid otherwise)."""
+    tables = module_tables(derived.tables)
+    pa.Table.from_pylist([derived.row.as_dict()], schema=_MODULE_ROW)
+    return tables
+
+
+def _internal(files: ModuleFiles, exc: Exception) -> DumpError:
+    detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return DumpError(files.display, 0, f"internal error while parsing (please report): {detail}")
 
 
 _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
@@ -221,31 +232,20 @@ def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
         digest, nbytes = proto.xplane_content_hash(files.program, data), len(data)
         if digest in known:
             return ParseResult("present", content_hash=digest, bytes_read=nbytes)
-        parsed = proto.parse_xplane_program(files.xplane, files.program, data, files.xplane_backend)
+        reading = proto.parse_xplane_program(files.xplane, files.program, data)
         del data
+        derived = derive(reading, _origin(files, reading, digest, nbytes))
+        tables = _check_fits(derived)
     except proto.NoBufferAssignment as exc:
         return ParseResult("skipped", error=exc)
     except DumpError as exc:
         return ParseResult("failed", error=exc)
-    except Exception as exc:  # a bug of ours must not take the batch down
-        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return ParseResult(
-            "failed",
-            error=DumpError(
-                files.display, 0, f"internal error while parsing (please report): {detail}"
-            ),
-        )
-    parsed.facts["source_kind"] = "xplane"
-    try:
-        row = _module_row(files, parsed, digest, nbytes)
-        tables = module_tables(parsed)
-        pa.Table.from_pylist([row], schema=_MODULE_ROW)
-    except DumpError as exc:
-        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=exc)
     except (OverflowError, pa.ArrowInvalid) as exc:
         error = DumpError(files.display, 0, f"a number is too large for its column ({exc})")
-        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
-    return ParseResult("parsed", digest, nbytes, row, tables, list(parsed.warnings))
+        return ParseResult("failed", error=error)
+    except Exception as exc:  # a bug of ours must not take the batch down
+        return ParseResult("failed", error=_internal(files, exc))
+    return ParseResult("parsed", digest, nbytes, derived.row.as_dict(), tables, derived.warnings)
 
 
 Group = TypeVar("Group", bound="ModuleFiles | LogFile")
@@ -332,63 +332,46 @@ def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
     return DumpError(files.display, 0, f"a number is too large for its column ({exc})")
 
 
-def _module_row(files: ModuleFiles, parsed: ParsedModule, digest: str, nbytes: int) -> dict:
-    facts = parsed.facts
+def _origin(files: ModuleFiles, reading: Reading, digest: str, nbytes: int) -> Origin:
+    """What the files' names say of the module: its name, number, backend and paths."""
     if files.xplane is not None:
         # A profile names programs `<module>(<program id>)`; the module name is XLA's.
-        stem = text_path(f"{os.path.basename(files.xplane)}#{files.program}")
-        parts = dict.fromkeys(("module_number", "module_name", "backend", "target", "stage"))
-        parts["module_name"] = facts.get("module_proto_name") or files.program
-        parts["backend"] = files.xplane_backend
-        parts["stage"] = "after_optimizations"
-        paths = [text_path(files.xplane)]
-    else:
-        stem = text_path(files.stem)  # file names need not be UTF-8
-        parts = stem_parts(stem)
-        paths = [text_path(p) for _, p in files.content_files()] + (
-            [text_path(files.hlo)] if files.hlo and "hlo" in parsed.sections else []
+        return Origin(
+            file_stem=text_path(f"{os.path.basename(files.xplane)}#{files.program}"),
+            module_name=reading.facts.module_name or files.program or "",
+            module_number=None,
+            backend=files.xplane_backend,
+            target=None,
+            stage="after_optimizations",
+            paths=[text_path(files.xplane)],
+            content_hash=digest,
+            bytes_read=nbytes,
         )
-    backend = parts["backend"] or ("tpu" if facts["tiled"] else "unknown")
-    if "xla_peak_bytes" in facts:  # from a proto: XLA's rule over its BufferAssignmentProto
-        xla_peak = facts["xla_peak_bytes"]
-    else:  # from text: exact only where memory_analysis() has no trace to replay: CPU
-        xla_peak = facts["xla_static_peak_bytes"] if backend == "cpu" else None
-    return {
-        "module_id": UNASSIGNED_MODULE_ID,
-        "content_hash": digest,
-        "run_id": None,
-        "module_name": parts["module_name"] or stem,
-        "module_number": parts["module_number"],
-        "file_stem": stem,
-        "backend": backend,
-        "target": parts["target"],
-        "stage": parts["stage"],
-        "layout": facts["layout"],
-        "format_era": facts["format_era"],
-        "sections": list(parsed.sections),
-        "paths": paths,
-        "bytes_read": nbytes,
-        "total_bytes": facts["total_bytes"],
-        "allocation_count": facts["allocation_count"],
-        "value_count": facts["value_count"],
-        "schedule_length": facts["schedule_length"],
-        "logical_peak_time": facts["logical_peak_time"],
-        "logical_peak_bytes": facts["logical_peak_bytes"],
-        "heap_peak_bytes": facts["heap_peak_bytes"],
-        "xla_peak_bytes": xla_peak,
-        "trace_peak_bytes": facts.get("trace_peak_bytes"),
-        "assignment_fingerprint": facts.get("assignment_fingerprint"),
-        "source_kind": facts.get("source_kind"),
-    }
+    stem = text_path(files.stem)  # file names need not be UTF-8
+    parts = stem_parts(stem)
+    paths = [text_path(p) for _, p in files.content_files()]
+    if files.hlo and "hlo" in reading.sections:
+        paths.append(text_path(files.hlo))
+    return Origin(
+        file_stem=stem,
+        module_name=parts["module_name"] or stem,
+        module_number=parts["module_number"],
+        backend=parts["backend"],
+        target=parts["target"],
+        stage=parts["stage"],
+        paths=paths,
+        content_hash=digest,
+        bytes_read=nbytes,
+    )
 
 
-def module_tables(parsed: ParsedModule) -> dict[str, pa.Table]:
+def module_tables(parsed: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The parsed tables as the warehouse declares them, but for their module_id: the sink
     that takes the module gives it its id and adds the column (Batch.pop_table,
     with_module_id), so no placeholder column is built, shipped and replaced."""
     return {
-        t.name: pa.Table.from_arrays(parsed.tables[t.name].columns, schema=parsed_schema(t))
-        if t.name in parsed.tables
+        t.name: pa.Table.from_arrays(parsed[t.name].columns, schema=parsed_schema(t))
+        if t.name in parsed
         else parsed_schema(t).empty_table()  # e.g. heap_events: text dumps carry no trace
         for t in MODULE_TABLES
     }

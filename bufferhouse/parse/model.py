@@ -1,4 +1,4 @@
-"""What the readers hand to `finish`, and what `finish` hands to the loader.
+"""What the text readers hand to `finish`, and what every reader hands to derive.
 
 Two readers execute the one grammar (text/grammar.py): the line reader in
 scan.py, which words every error, and the column reader in vector.py, for the
@@ -34,12 +34,32 @@ ERA_FEATURES: dict[str, str] = {
 }
 
 
-@dataclass
-class ParsedModule:
-    """Everything read from one module: facts, warehouse tables (without module_id), warnings."""
+@dataclass(frozen=True)
+class ReadingFacts:
+    """What a reader found printed or carried, besides the tables: never a derived figure
+    (parse/derive computes those, once for every form)."""
 
-    facts: dict[str, object] = field(default_factory=dict)
-    tables: dict[str, pa.Table] = field(default_factory=dict)
+    layout: str  # combined, split (text eras) or proto
+    format_era: str | None = None
+    schedule_length: int | None = None
+    #: HloLiveRange's peak as printed (text only: the proto carries no live ranges).
+    logical_peak_time: int | None = None
+    logical_peak_bytes: int | None = None
+    #: The reading has live ranges for the sweep (a text HloLiveRange section).
+    has_live_ranges: bool = False
+    #: The module's name as its HloProto gives it (a profile names programs otherwise).
+    module_name: str | None = None
+
+
+@dataclass
+class Reading:
+    """One module as any reader gives it: the warehouse tables as the file carried them
+    (module_id left out; the derived columns and heap_peaks left to derive), a typed
+    record of what it printed, and the forms read (text, proto, xplane, text+proto)."""
+
+    tables: dict[str, pa.Table]
+    facts: ReadingFacts
+    form: str
     warnings: list[DumpError] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
     features: set[str] = field(default_factory=set)

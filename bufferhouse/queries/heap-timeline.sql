@@ -1,5 +1,5 @@
 -- name: heap-timeline
--- description: Live bytes of one module and memory space over time, split into indefinite and temp: from the heap-simulator trace when the module has one in the space (what XProf's memory viewer draws; its maximum is trace_peak_bytes), else from the live ranges at every program-order step (its maximum is heap_peak_bytes).
+-- description: Live bytes of one module and memory space over time, split into indefinite and temp: from the heap-simulator trace when the module has one in the space (what XProf's memory viewer draws), else from the live ranges at every program-order step; either way its maximum is heap_peaks.heap_peak_bytes.
 -- param module VARCHAR = NULL: Module name, file stem, module_id or hash prefix (required).
 -- param space INTEGER >= 0 = 0: Memory space (color).
 -- column module_id: Module identity.
@@ -7,7 +7,7 @@
 -- column color: Memory space.
 -- column time: live_ranges: program-order step, 0 .. schedule_length; trace: the event's position in the trace (heap_trace_steps.step), from 0.
 -- column instruction: Instruction scheduled at that step (NULL at the end step); trace: the instruction the simulator was processing.
--- column indefinite_bytes: Bytes held throughout (constant over time). live_ranges: the parameter, output, constant and thread-local allocations of the space; trace: what XLA counts besides the trace (heap_trace_steps.static_bytes: the largest value of each parameter, constant and output allocation).
+-- column indefinite_bytes: Bytes held throughout (constant over time). live_ranges: the parameter, output, constant and thread-local allocations of the space; trace: the same (heap_peaks.indefinite_bytes).
 -- column temp_bytes: Bytes of temp allocations in use. live_ranges: the union of the byte ranges of temp values (not tuple-shaped) live at the step; trace: the trace's bytes in use after the event (heap_events.heap_bytes).
 -- column live_bytes: indefinite_bytes + temp_bytes.
 -- column is_peak: The step is the module's heap peak (first maximum; heap_peaks.peak_time for live_ranges).
@@ -17,8 +17,7 @@
 -- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
 WITH selected AS (
   -- the module selector (see queries/__init__.py)
-  SELECT m.module_id, m.module_name, m.schedule_length, m.sections,
-    m.trace_peak_bytes
+  SELECT m.module_id, m.module_name, m.schedule_length, m.sections
   FROM modules AS m
   WHERE
     -- the name compared once more, outside the macro: the error for a missing
@@ -187,14 +186,16 @@ SELECT
   t.color,
   t.step,
   t.instruction,
-  s.trace_peak_bytes - t.space_peak,
+  p.indefinite_bytes,
   t.heap_bytes,
-  s.trace_peak_bytes - t.space_peak + t.heap_bytes,
+  p.indefinite_bytes + t.heap_bytes,
   t.step = t.peak_step,
   'trace'
 FROM trace_steps AS t
 JOIN selected AS s
   ON s.module_id = t.module_id
+JOIN heap_peaks AS p
+  ON p.module_id = t.module_id AND p.color = t.color
 UNION ALL
 -- a key that selects no module is an error (a typo), not an empty result: the
 -- tool checks before it runs a query; this says it in the duckdb shell too

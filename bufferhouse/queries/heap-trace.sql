@@ -11,13 +11,13 @@
 -- column value_id: Logical buffer of the event (hlo_values.value_id).
 -- column size: Bytes of that buffer.
 -- column heap_bytes: Bytes in use in the trace's heap after the event (shared buffers once).
--- column static_bytes: The bytes XLA holds throughout (modules.trace_peak_bytes minus the trace's own peak).
+-- column static_bytes: The bytes held throughout: the space's indefinite allocations (heap_peaks.indefinite_bytes).
 -- column live_bytes: static_bytes + heap_bytes: the curve XProf's memory viewer draws.
 -- column is_peak: The event reaches the trace's peak (first maximum).
--- note: Text dumps have no trace (no rows): heap-timeline sweeps their live ranges instead, and draws this trace (one row per event) for a module that has one. The heap_trace_steps view defines the same rows for every module; this query reads heap_events scoped to the module (see queries/__init__.py). XLA's own peak is modules.trace_peak_bytes (= the maximum of live_bytes for a one-trace module).
+-- note: Text dumps have no trace (no rows): heap-timeline sweeps their live ranges instead, and draws this trace (one row per event) for a module that has one. The heap_trace_steps view defines the same rows for every module; this query reads heap_events scoped to the module (see queries/__init__.py). The maximum of live_bytes is heap_peaks.heap_peak_bytes; XLA's own figure over the same trace is modules.trace_peak_bytes.
 -- example: bufferhouse query heap-trace --param module=jit_train_step --format csv
 WITH chosen AS (
-  SELECT m.module_id, m.module_name, m.trace_peak_bytes
+  SELECT m.module_id, m.module_name
   FROM modules AS m
   WHERE
     m.module_name = coalesce($module, error('heap-trace needs a module'))
@@ -60,12 +60,14 @@ SELECT
   e.value_id,
   e.size,
   e.heap_bytes,
-  c.trace_peak_bytes - e.module_peak AS static_bytes,
-  c.trace_peak_bytes - e.module_peak + e.heap_bytes AS live_bytes,
+  h.indefinite_bytes AS static_bytes,
+  h.indefinite_bytes + e.heap_bytes AS live_bytes,
   p.event_index IS NOT NULL AS is_peak
 FROM events AS e
 JOIN chosen AS c
   ON c.module_id = e.module_id
+JOIN heap_peaks AS h
+  ON h.module_id = e.module_id AND h.color = $space
 LEFT JOIN first_peak AS p
   ON p.module_id = e.module_id
   AND p.trace_index = e.trace_index

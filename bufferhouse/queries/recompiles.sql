@@ -9,6 +9,7 @@
 -- column min_heap_peak_bytes: Smallest heap peak.
 -- column max_heap_peak_bytes: Largest heap peak.
 -- column peaks_differ: The heap peaks are not all equal.
+-- note: A compile that arrived in several forms (text, .hlo.pb, a profile) counts once (the compile_modules view).
 -- note: The same name in different runs (labels) counts too; pass label= to look within one run.
 SELECT
   module_name,
@@ -20,9 +21,17 @@ SELECT
   count(DISTINCT heap_peak_bytes) > 1 AS peaks_differ
 FROM modules
 WHERE
-  $label IS NULL
-  OR module_id IN (
-    SELECT module_id FROM labels WHERE key || '=' || value = $label
+  -- one compile, counted once, whichever forms carried it
+  module_id IN (SELECT primary_module_id FROM compile_modules)
+  AND (
+    $label IS NULL
+    OR module_id IN (
+      SELECT c.primary_module_id
+      FROM compile_modules AS c
+      JOIN labels AS l
+        ON l.module_id = c.module_id
+      WHERE l.key || '=' || l.value = $label
+    )
   )
 GROUP BY module_name
 HAVING count(*) >= $min_modules

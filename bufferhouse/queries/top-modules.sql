@@ -11,6 +11,7 @@
 -- column heap_peak_bytes: Heap peak of memory space 0.
 -- column logical_peak_bytes: HloLiveRange peak.
 -- column total_bytes: Total bytes used (sum of allocations).
+-- note: A compile that arrived in several forms (text, .hlo.pb, a profile) is ranked once (the compile_modules view).
 -- note: heap = indefinite allocations + max live temp bytes of memory space 0; logical = HloLiveRange's printed peak; total = `Total bytes used`, which is not a peak; xla = XLA's own peak_memory_in_bytes (modules.xla_peak_bytes; NULL, ranked last, where it cannot be computed).
 -- example: bufferhouse query top-modules --param top=10 --param peak=logical
 WITH ranked AS (
@@ -30,9 +31,17 @@ WITH ranked AS (
     total_bytes
   FROM modules
   WHERE
-    $label IS NULL
-    OR module_id IN (
-      SELECT module_id FROM labels WHERE key || '=' || value = $label
+    -- one compile, counted once, whichever forms carried it
+    module_id IN (SELECT primary_module_id FROM compile_modules)
+    AND (
+      $label IS NULL
+      OR module_id IN (
+        SELECT c.primary_module_id
+        FROM compile_modules AS c
+        JOIN labels AS l
+          ON l.module_id = c.module_id
+        WHERE l.key || '=' || l.value = $label
+      )
     )
 )
 SELECT

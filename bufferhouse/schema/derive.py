@@ -30,6 +30,7 @@ BASE_TABLES = (
     "instructions",
     "live_ranges",
     "heap_peaks",
+    "heap_events",
 )
 
 

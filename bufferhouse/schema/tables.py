@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -152,8 +152,10 @@ MODULES = Table(
         _c(
             "heap_peak_bytes",
             "BIGINT",
-            "Heap peak of memory space 0: indefinite allocations + max temp bytes live at once, tuple-shaped"
-            " temp values left out (see heap_peaks): the peak of the heap-simulator trace as XProf draws it.",
+            "The module's peak: heap_peaks.heap_peak_bytes of memory space 0 (indefinite allocations at"
+            " their sizes + the most temp bytes in use at once), the same figure whichever form"
+            " carried the module; peak_source says what gave it. NULL when nothing does"
+            " (docs/metrics.md).",
         ),
         _c(
             "row_counts",
@@ -194,6 +196,13 @@ MODULES = Table(
             "VARCHAR",
             "Forms the module was read from: text, proto (.hlo.pb), text+proto (both, side"
             " by side, one module) or xplane (an XProf profile).",
+        ),
+        _c(
+            "peak_source",
+            "VARCHAR",
+            "What gave heap_peak_bytes: trace (the heap-simulator trace of an .hlo.pb or"
+            " profile), live_ranges (the text dump's HloLiveRange), allocations (no temp"
+            " allocation in the space); NULL with heap_peak_bytes.",
         ),
     ),
     per_module=False,
@@ -504,7 +513,7 @@ USAGE_REPORT = Table(
 
 HEAP_PEAKS = Table(
     "heap_peaks",
-    "Per module and memory space: the heap peak computed at ingest from allocations, assignments and live ranges.",
+    "Per module and memory space: the heap peak computed at ingest, from the heap-simulator trace where the module has one, else from the live ranges.",
     (
         _module_id(),
         _c("color", "INTEGER", "Memory space (allocation color).", False),
@@ -524,15 +533,29 @@ HEAP_PEAKS = Table(
         _c(
             "temp_peak_bytes",
             "BIGINT",
-            "Max over program order of temp bytes live at once (byte ranges in use, counted once; tuple-shaped"
-            " values, which XLA never heap-simulates, left out); NULL without live ranges.",
+            "The most temp bytes in use at once: from the heap-simulator trace where the space has"
+            " one (its highest heap_events.heap_bytes), else from the live ranges (byte ranges in"
+            " use at each step, counted once; tuple-shaped values, which XLA never"
+            " heap-simulates, left out); 0 without temp allocations; NULL when neither is there.",
         ),
         _c(
             "heap_peak_bytes",
             "BIGINT",
-            "indefinite_bytes + temp_peak_bytes; NULL without live ranges.",
+            "indefinite_bytes + temp_peak_bytes: the space's peak, one figure whichever form"
+            " carried the module (docs/metrics.md).",
         ),
-        _c("peak_time", "INTEGER", "First program-order step at which temp_peak_bytes is reached."),
+        _c(
+            "peak_time",
+            "INTEGER",
+            "First program-order step at which temp_peak_bytes is reached (from a trace: the"
+            " step of the instruction whose event first reaches it).",
+        ),
+        _c(
+            "peak_source",
+            "VARCHAR",
+            "trace, live_ranges or allocations (no temp allocation in the space): what gave"
+            " temp_peak_bytes; NULL with it.",
+        ),
     ),
 )
 

@@ -226,23 +226,19 @@ def _renumber_modules(con: duckdb.DuckDBPyConnection) -> None:
 
 def _add_derived_tables(con: duckdb.DuckDBPyConnection) -> None:
     """2 -> 3: the derived tables (heap-peak buffers and sources, space totals, padded
-    values), filled for every module by the same statements ingest runs."""
+    values); the last step fills them for every module by the statements ingest runs."""
     from bufferhouse.schema import create_statements
-    from bufferhouse.schema.derive import derive_all
 
     for statement in create_statements():  # IF NOT EXISTS: only the new tables
         con.execute(statement)
-    derive_all(con)
 
 
 def _add_xla_peak_bytes(con: duckdb.DuckDBPyConnection) -> None:
-    """3 -> 4: modules.xla_peak_bytes, filled for CPU modules by the rule the text parser
-    applies (bufferhouse.parse.text.heap.xla_static_peak), and the derived tables again
-    (heap_peak_buffers no longer lists tuple-shaped temp values). heap_peaks and
+    """3 -> 4: modules.xla_peak_bytes, filled for CPU modules as release 4 did (XLA's static
+    rule, whose home is now bufferhouse.parse.derive.xla; this frozen step keeps what
+    that release wrote). The last step derives the derived tables again. heap_peaks and
     heap_peak_bytes of modules whose temp allocations hold tuple-shaped values stay as
     they were: the sweep needs the dumps (re-ingest them; CHANGELOG.md)."""
-    from bufferhouse.schema.derive import derive_all
-
     con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS xla_peak_bytes BIGINT")
     con.execute(
         """
@@ -260,7 +256,6 @@ def _add_xla_peak_bytes(con: duckdb.DuckDBPyConnection) -> None:
         WHERE modules.module_id = s.module_id
         """
     )
-    derive_all(con)
 
 
 def _add_proto_columns(con: duckdb.DuckDBPyConnection) -> None:
@@ -290,6 +285,37 @@ def _add_oom_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE diagnostics ADD COLUMN IF NOT EXISTS event_id BIGINT")
 
 
+def _add_peak_sources(con: duckdb.DuckDBPyConnection) -> None:
+    """6 -> 7: one peak per module and memory space whichever form carried it:
+    heap_peaks.peak_source and modules.peak_source. A space without temp allocations is
+    `allocations`, one with live-range figures `live_ranges`. Modules read from a proto
+    before this release keep no figure from their trace (NULL, as they had): re-ingest
+    them into a new warehouse for it (CHANGELOG.md)."""
+    from bufferhouse.schema import create_statements
+    from bufferhouse.schema.derive import derive_all
+
+    con.execute("ALTER TABLE heap_peaks ADD COLUMN IF NOT EXISTS peak_source VARCHAR")
+    con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS peak_source VARCHAR")
+    con.execute(
+        """
+        UPDATE heap_peaks SET peak_source = CASE
+          WHEN temp_allocation_bytes = 0 THEN 'allocations'
+          WHEN temp_peak_bytes IS NOT NULL THEN 'live_ranges'
+        END
+        """
+    )
+    con.execute(
+        """
+        UPDATE modules SET peak_source = h.peak_source
+        FROM heap_peaks AS h
+        WHERE h.module_id = modules.module_id AND h.color = 0
+        """
+    )
+    for statement in create_statements():  # IF NOT EXISTS: a version-2 file lacks some
+        con.execute(statement)
+    derive_all(con)  # the derived tables by this release's statements
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 _UPGRADES = {
     1: _renumber_modules,
@@ -297,6 +323,7 @@ _UPGRADES = {
     3: _add_xla_peak_bytes,
     4: _add_proto_columns,
     5: _add_oom_tables,
+    6: _add_peak_sources,
 }
 
 

@@ -172,33 +172,6 @@ def indefinite_by_category(
     return out
 
 
-def static_by_category(con: duckdb.DuckDBPyConnection, module_id: int) -> dict[str, int]:
-    """The bytes XLA holds besides a heap-simulator trace, by exclusive category: the
-    largest value of each parameter, constant and output allocation, thread-local ones
-    left out, every space (ComputePeakMemorySizes). They add up to heap-timeline's
-    indefinite_bytes for a module drawn from its trace (one trace per module)."""
-    out = dict.fromkeys(INDEFINITE_CATEGORIES, 0)
-    rows = con.execute(
-        """
-        SELECT category, CAST(sum(largest) AS BIGINT)
-        FROM (
-          SELECT al.category, max(a.size) AS largest
-          FROM assignments AS a
-          JOIN allocations AS al
-            ON al.module_id = a.module_id AND al.allocation_index = a.allocation_index
-          WHERE a.module_id = $id AND al.module_id = $id AND NOT al.is_thread_local
-            AND (al.is_parameter OR al.is_constant OR al.is_maybe_live_out)
-          GROUP BY al.category, al.allocation_index
-        )
-        GROUP BY category
-        """,
-        {"id": module_id},
-    ).fetchall()
-    for category, size in rows:
-        out[category] = size
-    return out
-
-
 @dataclass(frozen=True)
 class Envelope:
     """A long series reduced to what a screen can show: its steps cut into
@@ -318,10 +291,7 @@ def timeline(
     if not rows:
         raise PlotError(_no_timeline_reason(con, module, space))
     source = rows[0]["source"]
-    if source == "trace":
-        indefinite = static_by_category(con, module.module_id)
-    else:
-        indefinite = indefinite_by_category(con, [module.module_id], space)[module.module_id]
+    indefinite = indefinite_by_category(con, [module.module_id], space)[module.module_id]
     peaks = [r for r in rows if r["is_peak"]]
     return Timeline(
         module=module,

@@ -5,13 +5,15 @@ fields read, with XLA's field numbers; `python -m bufferhouse.parse.proto.regen`
 rebuilds the *_pb2 modules). decode.py turns one HloProto into the tables the
 text path fills, with printing.py (shapes as XLA prints them), instructions.py
 (instructions and program order) and trace.py (heap_events, XLA's peak);
-fingerprint.py names the compile; xplane.py finds the HloProtos in a profile
+xplane.py finds the HloProtos in a profile
 without reading its trace events; `merge_text_and_proto` makes one module of a
-text dump and the proto of the same compile.
+text dump and the proto of the same compile. Each gives a Reading; parse/derive
+computes the figures.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import zlib
@@ -20,20 +22,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError
-from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.model import Reading
 from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
-from bufferhouse.parse.proto.fingerprint import assignment_fingerprint
-from bufferhouse.parse.proto.trace import xla_peak
 from bufferhouse.parse.reader import CHUNK, open_dump
 
 __all__ = [
     "NoBufferAssignment",
-    "assignment_fingerprint",
-    "merge_text_and_proto",
+    "combine_text_and_proto",
     "parse_proto_file",
     "parse_xplane_program",
     "read_proto_bytes",
-    "xla_peak",
     "xplane_content_hash",
 ]
 
@@ -53,20 +51,10 @@ def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
-def _finish(parsed: ParsedModule, backend: str | None) -> ParsedModule:
-    """Facts every proto-read module gets: XLA's peak (see modules.xla_peak_bytes)."""
-    facts = parsed.facts
-    static = facts["xla_static_peak_bytes"]
-    trace = facts.get("trace_peak_bytes")
-    facts["xla_peak_bytes"] = static if backend == "cpu" or trace is None else trace
-    facts["assignment_fingerprint"] = assignment_fingerprint(parsed.tables)
-    return parsed
-
-
-def parse_proto_file(path: str, backend: str | None, max_bytes: int | None = None) -> ParsedModule:
+def parse_proto_file(path: str, max_bytes: int | None = None) -> Reading:
     """One module from an `.hlo.pb` (raises NoBufferAssignment for one without)."""
     data = read_proto_bytes(path, max_bytes)
-    return _finish(parse_hlo_proto(decode_hlo_proto(data, path), path), backend)
+    return parse_hlo_proto(decode_hlo_proto(data, path), path)
 
 
 def xplane_content_hash(program: str, data: bytes) -> str:
@@ -77,20 +65,18 @@ def xplane_content_hash(program: str, data: bytes) -> str:
     return h.hexdigest()
 
 
-def parse_xplane_program(path: str, program: str, data: bytes, backend: str | None) -> ParsedModule:
-    """One program of a profile, from its HloProto `data` (xplane.read_programs).
-    `backend` is the profile's (from its device planes: a profile's HloProto does not
-    name it)."""
+def parse_xplane_program(path: str, program: str, data: bytes) -> Reading:
+    """One program of a profile, from its HloProto `data` (xplane.read_programs)."""
     where = f"{path}#{program}"
-    return _finish(parse_hlo_proto(decode_hlo_proto(data, where), where), backend)
+    return parse_hlo_proto(decode_hlo_proto(data, where), where, "xplane")
 
 
-def merge_text_and_proto(text: ParsedModule, proto: ParsedModule, proto_path: str) -> ParsedModule:
-    """One module from the text dump and the proto of the same compile.
+def combine_text_and_proto(text: Reading, proto: Reading, proto_path: str) -> Reading:
+    """One reading of a compile from its text dump and its proto side by side.
 
     The text's tables are kept (they carry more: uses, live ranges, the peak list);
-    the proto adds the heap-simulator trace and XLA's peak. The facts both carry
-    are compared, and each disagreement becomes a warning naming the proto file.
+    the proto adds the heap-simulator trace. The tables both carry are compared, and
+    each disagreement becomes a warning naming the proto file.
     """
     warnings = list(text.warnings)
     checks = {
@@ -114,22 +100,14 @@ def merge_text_and_proto(text: ParsedModule, proto: ParsedModule, proto_path: st
         diff = _first_difference(a.select(keys + columns), b.select(keys + columns), keys)
         if diff:
             warnings.append(DumpError(proto_path, 0, f"text and proto disagree on {table}: {diff}"))
-    for fact in ("total_bytes", "allocation_count", "value_count", "xla_static_peak_bytes"):
-        t, p = text.facts.get(fact), proto.facts.get(fact)
-        if t is not None and p is not None and t != p:
-            warnings.append(
-                DumpError(proto_path, 0, f"text and proto disagree on {fact}: {t} vs {p}")
-            )
-    merged = ParsedModule(
-        facts={**text.facts},
+    return Reading(
         tables={**text.tables, "heap_events": proto.tables["heap_events"]},
+        facts=dataclasses.replace(text.facts, module_name=proto.facts.module_name),
+        form="text+proto",
         warnings=warnings,
         sections=[*text.sections, *(s for s in proto.sections if s not in text.sections)],
         features=set(text.features),
     )
-    for fact in ("xla_peak_bytes", "trace_peak_bytes", "assignment_fingerprint"):
-        merged.facts[fact] = proto.facts.get(fact)
-    return merged
 
 
 def _first_difference(a: pa.Table, b: pa.Table, keys: list[str]) -> str | None:

@@ -19,10 +19,8 @@ peak from trace.py.
 
 from __future__ import annotations
 
-import pyarrow.compute as pc
-
 from bufferhouse.errors import DumpError, ParseError
-from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.model import Reading, ReadingFacts
 from bufferhouse.parse.proto import hlo_pb2, wire
 from bufferhouse.parse.proto.instructions import flatten_schedule, instructions_table
 from bufferhouse.parse.proto.printing import (
@@ -33,7 +31,7 @@ from bufferhouse.parse.proto.printing import (
     value_columns,
 )
 from bufferhouse.parse.proto.tables import module_schema, module_table
-from bufferhouse.parse.proto.trace import heap_events_table, xla_peaks
+from bufferhouse.parse.proto.trace import heap_events_table
 from bufferhouse.schema import MODULE_TABLES
 
 __all__ = ["NoBufferAssignment", "decode_hlo_proto", "parse_hlo_proto"]
@@ -86,7 +84,7 @@ def _damaged_field(data: bytes) -> str:
     return "a nested field"
 
 
-def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
+def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str, form: str = "proto") -> Reading:
     """The warehouse tables of one module from its HloProto (see the module doc).
 
     Every cross-reference is checked first (buffer ids, instruction ids,
@@ -95,7 +93,6 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
     """
     module = proto.hlo_module
     ba = proto.buffer_assignment
-    out = ParsedModule()
 
     # Instructions by id, computation names by id.
     instr_by_id: dict[int, hlo_pb2.HloInstructionProto] = {}
@@ -266,18 +263,6 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
         is_param = alloc.is_entry_computation_parameter
         param = param_instr.get(alloc.parameter_number) if is_param else None
         output = any(v in at_root for v in by_alloc.get(alloc.index, ()))
-        temp = not (is_param or alloc.maybe_live_out or alloc.is_thread_local or alloc.is_constant)
-        category = (
-            "parameter"
-            if is_param
-            else "output"
-            if alloc.maybe_live_out
-            else "thread-local"
-            if alloc.is_thread_local
-            else "constant"
-            if alloc.is_constant
-            else "temp"
-        )
         rows.append(
             (
                 alloc.index,
@@ -293,11 +278,9 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
                 alloc.is_constant,
                 alloc.is_thread_local,
                 alloc.maybe_live_out,
-                temp,
-                category,
             )
         )
-    cols = list(zip(*rows)) if rows else [()] * 13
+    cols = list(zip(*rows)) if rows else [()] * 11
     alloc_table = module_table(
         "allocations",
         dict(
@@ -314,8 +297,6 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
                     "is_constant",
                     "is_thread_local",
                     "is_maybe_live_out",
-                    "is_preallocated_temp",
-                    "category",
                 ),
                 (list(c) for c in cols),
             )
@@ -331,24 +312,10 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
         lambda iid: value_shape(iid, ()),
     )
     sequence = flatten_schedule(module, entry, instr_by_id, where)
-    events, trace_rows = heap_events_table(ba, lb_index, alloc_color, where)
-
-    heap_rows = []
-    for color in sorted({a.color for a in allocs}):
-        mine = [a for a in allocs if a.color == color]
-        total = sum(a.size for a in mine)
-        indefinite = sum(
-            a.size
-            for a in mine
-            if a.is_entry_computation_parameter
-            or a.maybe_live_out
-            or a.is_thread_local
-            or a.is_constant
-        )
-        heap_rows.append((color, total, indefinite, total - indefinite, None, None, None))
+    events, _ = heap_events_table(ba, lb_index, alloc_color, where)
 
     empty = {t.name: module_schema(t.name).empty_table() for t in MODULE_TABLES}
-    out.tables = {
+    tables = {
         **empty,
         "allocations": alloc_table,
         "hlo_values": value_table,
@@ -360,46 +327,14 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str) -> ParsedModule:
         )
         if sequence is not None
         else empty["sequence"],
-        "heap_peaks": module_table(
-            "heap_peaks",
-            dict(
-                zip(
-                    (
-                        "color",
-                        "total_bytes",
-                        "indefinite_bytes",
-                        "temp_allocation_bytes",
-                        "temp_peak_bytes",
-                        "heap_peak_bytes",
-                        "peak_time",
-                    ),
-                    (list(c) for c in zip(*heap_rows)),
-                )
-            ),
-        ),
         "heap_events": events,
     }
-    out.sections = (
-        ["allocations", "proto", "heap_trace"] if len(events) else ["allocations", "proto"]
-    )
+    sections = ["allocations", "proto", "heap_trace"] if len(events) else ["allocations", "proto"]
     if sequence is not None:
-        out.sections.append("schedule")
-    out.features = set()
-    peaks = xla_peaks(ba)
-    out.facts = {
-        "total_bytes": int(sum(a.size for a in allocs)),
-        "allocation_count": len(allocs),
-        "value_count": len(placed),
-        "schedule_length": len(sequence) if sequence is not None else None,
-        "logical_peak_time": None,
-        "logical_peak_bytes": None,
-        "heap_peak_bytes": None,
-        "format_era": None,
-        "layout": "proto",
-        "tiled": bool(pc.sum(pc.is_valid(value_table["tiles"])).as_py()),
-        "has_address": False,
-        "trace_peak_bytes": peaks[1] if trace_rows else None,
-        "xla_static_peak_bytes": peaks[0],
-        "module_proto_name": module.name,
-    }
-    return out
+        sections.append("schedule")
+    facts = ReadingFacts(
+        layout="proto",
+        schedule_length=len(sequence) if sequence is not None else None,
+        module_name=module.name,
+    )
+    return Reading(tables, facts, form, sections=sections)

@@ -1,14 +1,14 @@
-"""The heap-simulator trace: heap_events rows with the bytes in use after each event,
-and XLA's own peak (ComputePeakMemorySizes) from the buffer assignment and its traces."""
+"""The heap-simulator trace: heap_events rows with the bytes in use after each event."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
 from bufferhouse.errors import ParseError
+from bufferhouse.parse.heapsim import HeapCycle, RefCountedHeap
 from bufferhouse.parse.proto.tables import module_table
 
-__all__ = ["heap_events_table", "xla_peak", "xla_peaks"]
+__all__ = ["heap_events_table"]
 
 _KINDS = ("ALLOC", "FREE", "SHARE_WITH")
 
@@ -88,53 +88,22 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
     return module_table("heap_events", cols), n_events
 
 
-class _Heap:
-    """XLA's reference-counted heap: a buffer's bytes count while any holder has it,
-    and SHARE_WITH makes a buffer one more holder of its canonical root."""
-
-    def __init__(self, size: dict[int, int]) -> None:
-        self.size = size
-        self.ref: dict[int, int] = {}
-        self.under: dict[int, int] = {}
-        self.mem = 0
-
-    def root(self, b: int) -> int:
-        """The canonical buffer whose bytes `b` stands for."""
-        while b in self.under:
-            b = self.under[b]
-        return b
-
-    def _hold(self, b: int) -> None:
-        self.ref[b] = self.ref.get(b, 0) + 1
-        if self.ref[b] == 1:
-            self.mem += self.size.get(b, 0)
-
-    def apply(self, kind: int, b: int, share: int) -> int:
-        """One event (0 ALLOC, 1 FREE, 2 SHARE_WITH); returns the holders left of a
-        freed buffer's root (negative: freed more often than allocated), else 1."""
-        if kind == 0:
-            self._hold(b)
-        elif kind == 1:
-            root = self.root(b)
-            self.under.pop(b, None)
-            left = self.ref[root] = self.ref.get(root, 0) - 1
-            if left == 0:
-                self.mem -= self.size.get(root, 0)
-            return left
-        elif kind == 2:
-            root = self.root(share)
-            self.under[b] = root
-            self._hold(root)
-        return 1
-
-
 def _replay(kinds, ids, shares, size, where, t) -> list[int]:
     """Bytes in use after each event of one trace, counted as XLA counts them."""
-    heap = _Heap(size)
+    heap = RefCountedHeap(size)
     out = []
     for k, (kind, b, share) in enumerate(zip(kinds, ids, shares)):
         root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
-        if heap.apply(kind, b, share) < 0:
+        try:
+            left = heap.apply(kind, b, share)
+        except HeapCycle as exc:
+            raise ParseError(
+                where,
+                0,
+                f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: {exc}: expected"
+                " a SHARE_WITH of another, live buffer",
+            ) from None
+        if left < 0:
             raise ParseError(
                 where,
                 0,
@@ -143,41 +112,3 @@ def _replay(kinds, ids, shares, size, where, t) -> list[int]:
             )
         out.append(heap.mem)
     return out
-
-
-def xla_peak(ba, *, with_traces: bool) -> int:
-    """XLA's peak without or with the traces (see xla_peaks)."""
-    return xla_peaks(ba)[1 if with_traces else 0]
-
-
-def xla_peaks(ba) -> tuple[int, int]:
-    """XLA's ComputePeakMemorySizes (xla/service/buffer_assignment.cc), padded bytes.
-
-    The static part: for each parameter, constant or maybe-live-out allocation that is
-    not thread-local, its largest logical buffer (held once, by reference count).
-    Then every trace's events in order, ALLOC / SHARE_WITH adding a buffer's bytes
-    when its count rises to 1 and FREE taking them off when it falls to 0 (shared
-    buffers resolve to their canonical root); the peak is the most at any point.
-    Returns (static part alone, with the traces): the first is the figure PjRt's CPU
-    client reports as `peak_memory_in_bytes`, its executable's BufferAssignmentProto
-    carrying no traces.
-    """
-    heap = _Heap({lb.id: lb.size for lb in ba.logical_buffers})
-    for alloc in ba.buffer_allocations:
-        if alloc.is_thread_local or not (
-            alloc.is_entry_computation_parameter or alloc.is_constant or alloc.maybe_live_out
-        ):
-            continue
-        best, best_size = None, 0
-        for asg in alloc.assigned:
-            s = heap.size.get(asg.logical_buffer_id)
-            if s is not None and s > best_size:
-                best, best_size = asg.logical_buffer_id, s
-        if best is not None:
-            heap.apply(0, best, 0)
-    static = peak = heap.mem
-    for trace in ba.heap_simulator_traces:
-        for ev in trace.events:
-            heap.apply(ev.kind, ev.buffer_id, ev.share_with_canonical_id)
-            peak = max(peak, heap.mem)
-    return static, peak

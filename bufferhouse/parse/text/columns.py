@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import hlo, memory, shapes
-from bufferhouse.parse.model import ParsedModule, Scanned, first_occurrences
+from bufferhouse.parse.model import Scanned, first_occurrences
 from bufferhouse.parse.text import instructions as text_columns
 from bufferhouse.parse.text import rules
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
@@ -134,7 +134,7 @@ def _lookup(
 
 def instructions(
     s: Scanned,
-    out: ParsedModule,
+    warnings: list[DumpError],
     used_path: str,
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
@@ -164,9 +164,9 @@ def instructions(
         for start in range(0, len(texts), _PARSE_BATCH)
     ]
     parts = []
-    for table_, warnings in _parse_batches(batches, used_path, threads):
+    for table_, batch_warnings in _parse_batches(batches, used_path, threads):
         parts.append(table_)
-        out.warnings.extend(warnings)
+        warnings.extend(batch_warnings)
     parsed = pa.concat_tables(parts) if parts else _PARSED.empty_table()
     source_file, source_line = parsed["source_file"], parsed["source_line"]
     source_function = pa.nulls(len(parsed), pa.string())
@@ -177,7 +177,7 @@ def instructions(
             if "hlo" not in s.sections:
                 s.sections.append("hlo")
         except DumpError as exc:
-            out.warnings.append(exc)
+            warnings.append(exc)
             frames = {}
         # A frame id stands for the location where the metadata names no file.
         ids = pa.array(list(frames), pa.int64())

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
-from bufferhouse.parse.model import ERA_FEATURES, ParsedModule, Scanned
+from bufferhouse.parse.model import ERA_FEATURES, Reading, ReadingFacts, Scanned
 from bufferhouse.parse.text import rules
 from bufferhouse.parse.text.columns import (
     first_true,
@@ -28,7 +28,7 @@ from bufferhouse.parse.text.columns import (
     table,
     value_table,
 )
-from bufferhouse.parse.text.heap import heap_peaks, sum_exact, temp_allocations, xla_static_peak
+from bufferhouse.parse.derive.heap import sum_exact
 
 
 def _key_numbers(tables: list[pa.Table]) -> list[np.ndarray]:
@@ -80,8 +80,8 @@ def finish(
     hlo_path: str | None,
     read: Callable[[str], Iterable[tuple[int, str]]],
     threads: int = 0,
-) -> ParsedModule:
-    """The module's tables, facts and warnings, after the cross-checks.
+) -> Reading:
+    """The module's reading (tables, what it printed, warnings), after the cross-checks.
 
     `s` is used up: each scanned column is let go as soon as what is derived
     from it exists, and the steps run in the order that holds the least at once
@@ -90,7 +90,7 @@ def finish(
     Checks that raise and steps that warn keep their order.
     """
     ba_path = s.ba_path
-    out = ParsedModule()
+    warnings: list[DumpError] = []
     if "allocations" not in s.sections:
         raise ParseError(ba_path, 0, "no 'BufferAssignment:' section found")
     allocs = s.allocs
@@ -199,42 +199,18 @@ def finish(
             "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)",
         )
 
-    temp = temp_allocations(allocs)
-    heap_rows, alloc_live = heap_peaks(s, temp, live_last, live_last_vid)
-    xla_static = xla_static_peak(allocs, s.values)
+    has_live_ranges = s.live.num_rows > 0 or s.schedule_length is not None
     del live_last, live_last_vid
     release(s)
 
-    instr_table = instructions(s, out, used_path, hlo_path, read, threads)
-
-    # Allocation rows.
-    is_parameter = pc.is_valid(allocs["parameter_number"])
-    bad = first_true(pc.and_(allocs["preallocated_temp"], pc.invert(temp)))
-    if bad is not None:
-        raise ParseError(
-            ba_path,
-            allocs["line"][bad].as_py(),
-            "'preallocated-temp' together with parameter/output/constant/thread-local",
-        )
+    instr_table = instructions(s, warnings, used_path, hlo_path, read, threads)
     if not np.array_equal(allocs["index"].to_numpy(), np.arange(allocs.num_rows)):
-        out.warnings.append(
-            DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order")
-        )
-    category = pc.case_when(
-        pc.make_struct(
-            is_parameter, allocs["maybe_live_out"], allocs["thread_local"], allocs["constant"]
-        ),
-        "parameter",
-        "output",
-        "thread-local",
-        "constant",
-        "temp",
-    )
+        warnings.append(DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order"))
 
     # Sorted by id a column at a time: each column in file order goes once its copy exists.
     values = values.append_column("cross_color", rules.cross_color_flags(s))
     order = pc.sort_indices(values["value_id"])
-    value_count, schema = values.num_rows, values.schema
+    schema = values.schema
     columns = []
     for name in schema.names:
         columns.append(values[name].take(order))
@@ -263,18 +239,18 @@ def finish(
             "parameter_shape": allocs["parameter_shape"],
             "parameter_shape_index": allocs["parameter_shape_index"],
             "output_shape": allocs["output_shape"],
-            "is_parameter": is_parameter,
+            "is_parameter": pc.is_valid(allocs["parameter_number"]),
             "is_constant": allocs["constant"],
             "is_thread_local": allocs["thread_local"],
             "is_maybe_live_out": allocs["maybe_live_out"],
             "is_preallocated_temp": allocs["preallocated_temp"],
-            "category": category,
+            "category": pa.nulls(allocs.num_rows, pa.string()),  # derive's
             "address": allocs["address"],
             "line": allocs["line"],
-            "max_live_bytes": alloc_live,
+            "max_live_bytes": pa.nulls(allocs.num_rows, pa.int64()),  # derive's
         },
     )
-    out.tables = {
+    tables = {
         "allocations": alloc_table,
         "hlo_values": values_out,
         "assignments": assign_table,
@@ -300,27 +276,18 @@ def finish(
             ],
         ),
         "usage_report": rows_table("usage_report", list(s.report)),
-        "heap_peaks": rows_table("heap_peaks", heap_rows),
     }
-    out.sections = s.sections
-    out.features = s.features
-    out.warnings.extend(s.warnings)
-    heap0 = next((r[5] for r in heap_rows if r[0] == 0), None)
-    out.facts = {
-        "total_bytes": s.total,
-        "allocation_count": allocs.num_rows,
-        "value_count": value_count,
-        "schedule_length": s.schedule_length,
-        "logical_peak_time": s.peak_time,
-        "logical_peak_bytes": logical_peak,
-        "heap_peak_bytes": heap0,
-        "xla_static_peak_bytes": xla_static,
-        "format_era": max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
-        "layout": "split" if "split" in s.features else "combined",
-        "tiled": values_out["tiles"].null_count < values_out.num_rows,
-        "has_address": allocs["address"].null_count < allocs.num_rows,
-    }
-    return out
+    facts = ReadingFacts(
+        layout="split" if "split" in s.features else "combined",
+        format_era=max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
+        schedule_length=s.schedule_length,
+        logical_peak_time=s.peak_time,
+        logical_peak_bytes=logical_peak,
+        has_live_ranges=has_live_ranges,
+    )
+    return Reading(
+        tables, facts, "text", [*warnings, *s.warnings], list(s.sections), set(s.features)
+    )
 
 
 def _peak_rows(

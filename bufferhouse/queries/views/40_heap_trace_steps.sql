@@ -10,11 +10,11 @@
 -- column value_id: Logical buffer of the event (hlo_values.value_id).
 -- column size: Bytes of that buffer.
 -- column heap_bytes: Bytes in use in the trace's heap after the event (shared buffers once).
--- column static_bytes: The bytes XLA holds throughout: modules.trace_peak_bytes minus the space's highest heap_bytes.
+-- column static_bytes: The bytes held throughout: the space's indefinite allocations (heap_peaks.indefinite_bytes).
 -- column live_bytes: static_bytes + heap_bytes.
 -- column is_trace_peak: The event is the first to reach its trace's highest heap_bytes.
 -- column is_peak: The event is the first (lowest step) to reach the space's highest heap_bytes: the module's peak in this space.
--- note: The one reading of the trace: heap-trace, heap-timeline and the trace_peak_values view build on it. static_bytes is what XLA's ComputePeakMemorySizes counts besides the trace (the largest value of each parameter, constant and output allocation; thread-local ones left out), so the highest live_bytes is modules.trace_peak_bytes when the module has one trace.
+-- note: The one reading of the trace: heap-trace and heap-timeline build on it. static_bytes is what the live-range figure counts besides the temp bytes too (every parameter, output, constant and thread-local allocation at its size), so the highest live_bytes is heap_peaks.heap_peak_bytes, whichever form carried the module.
 WITH numbered AS (
   SELECT
     e.module_id,
@@ -58,10 +58,10 @@ SELECT
   f.value_id,
   f.size,
   f.heap_bytes,
-  m.trace_peak_bytes - f.space_peak AS static_bytes,
-  m.trace_peak_bytes - f.space_peak + f.heap_bytes AS live_bytes,
+  p.indefinite_bytes AS static_bytes,
+  p.indefinite_bytes + f.heap_bytes AS live_bytes,
   f.step = f.trace_peak_step AS is_trace_peak,
   f.step = f.peak_step AS is_peak
 FROM firsts AS f
-JOIN modules AS m
-  ON m.module_id = f.module_id
+JOIN heap_peaks AS p
+  ON p.module_id = f.module_id AND p.color = f.color

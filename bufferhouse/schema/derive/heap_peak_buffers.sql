@@ -1,8 +1,9 @@
 -- name: heap_peak_buffers
--- description: The buffers at each color's heap peak: every value live at the peak step, and for an indefinite allocation none of whose values is live there, its largest value (the allocation counts whole).
+-- description: The buffers at each color's heap peak: every value held at the peak (per the heap-simulator trace where the color's peak came from one, else per the live ranges), and for an indefinite allocation none of whose values is shown live there, its largest value (the allocation counts whole).
 -- param lo BIGINT = NULL: lowest module_id whose rows are derived
 -- param hi BIGINT = NULL: highest module_id whose rows are derived
--- note: The one definition of the heap-peak membership rule: the heap_peak_values view reads these rows.
+-- note: The one definition of the heap-peak membership rule, for every form a module came in: the heap_peak_values view and the peak-buffers query read these rows.
+-- note: From a trace (heap_peaks.peak_source = 'trace'), a temp value is held at the peak when it was allocated (or shared) more often than freed up to and including the first event at the color's highest heap_bytes, the event whose step heap_peaks.peak_time is.
 -- note: Reads only the base rows of the modules with ids in [$lo, $hi]; the caller inserts the result into the table of this name.
 WITH placed AS MATERIALIZED (
   -- each placed value of a color with a heap_peaks row. The steps are
@@ -10,8 +11,8 @@ WITH placed AS MATERIALIZED (
   -- to reorder, the planner has joined whole modules' tables on module_id
   -- alone (hundreds of GB of intermediate rows on the bench warehouse)
   SELECT
-    a.module_id, al.color, p.peak_time, a.value_id, a.allocation_index,
-    al.category, a.size
+    a.module_id, al.color, p.peak_time, p.peak_source, a.value_id,
+    a.allocation_index, al.category, a.size
   FROM assignments AS a
   JOIN (
     SELECT module_id, allocation_index, color, category
@@ -21,23 +22,59 @@ WITH placed AS MATERIALIZED (
     ON al.module_id = a.module_id
     AND al.allocation_index = a.allocation_index
   JOIN (
-    SELECT module_id, color, peak_time
+    SELECT module_id, color, peak_time, peak_source
     FROM heap_peaks
     WHERE module_id BETWEEN $lo AND $hi
   ) AS p
     ON p.module_id = al.module_id AND p.color = al.color
   WHERE a.module_id BETWEEN $lo AND $hi
 ),
+peak_events AS MATERIALIZED (
+  -- the first event (trace order) at each color's highest heap_bytes
+  SELECT module_id, color, trace_index, event_index
+  FROM (
+    SELECT
+      module_id, color, trace_index, event_index,
+      row_number() OVER (
+        PARTITION BY module_id, color
+        ORDER BY heap_bytes DESC, trace_index, event_index
+      ) AS rank
+    FROM heap_events
+    WHERE module_id BETWEEN $lo AND $hi
+  )
+  WHERE rank = 1
+),
+held AS MATERIALIZED (
+  -- held at the trace's peak: allocated (or shared) more often than freed up
+  -- to and including the peak event
+  SELECT e.module_id, e.color, e.value_id
+  FROM heap_events AS e
+  JOIN peak_events AS p
+    ON p.module_id = e.module_id
+    AND p.color = e.color
+    AND p.trace_index = e.trace_index
+  WHERE e.module_id BETWEEN $lo AND $hi AND e.event_index <= p.event_index
+  GROUP BY e.module_id, e.color, e.value_id
+  HAVING sum(CASE WHEN e.kind = 'FREE' THEN -1 ELSE 1 END) > 0
+),
 facts AS MATERIALIZED (
-  -- live at the peak: the value's range covers the peak step (a temp value
-  -- without a range counts as live)
+  -- live at the peak: from the trace, a temp value it holds then; else the
+  -- value's range covers the peak step (a temp value without a range counts
+  -- as live)
   SELECT
     f.*,
-    f.peak_time IS NOT NULL
-    AND (
-      (lr.start_time IS NULL AND f.category = 'temp')
-      OR f.peak_time BETWEEN lr.start_time AND lr.end_time
-    ) AS live_at_peak
+    CASE
+      WHEN f.peak_source = 'trace' AND f.category = 'temp'
+        THEN h.value_id IS NOT NULL
+      -- the trace says nothing of indefinite values: each allocation counts
+      -- whole, shown by its largest value, as from a proto alone
+      WHEN f.peak_source = 'trace' THEN false
+      ELSE f.peak_time IS NOT NULL
+        AND (
+          (lr.start_time IS NULL AND f.category = 'temp')
+          OR f.peak_time BETWEEN lr.start_time AND lr.end_time
+        )
+    END AS live_at_peak
   FROM placed AS f
   LEFT JOIN (
     SELECT module_id, value_id, start_time, end_time
@@ -45,6 +82,10 @@ facts AS MATERIALIZED (
     WHERE module_id BETWEEN $lo AND $hi
   ) AS lr
     ON lr.module_id = f.module_id AND lr.value_id = f.value_id
+  LEFT JOIN held AS h
+    ON h.module_id = f.module_id
+    AND h.color = f.color
+    AND h.value_id = f.value_id
 ),
 indefinite AS (
   -- an indefinite allocation counts whole: it shows its values live at the

@@ -1,0 +1,17 @@
+-- name: compile_modules
+-- description: Every module with the module that stands for its compile: one compile seen as a text dump, an .hlo.pb and in a profile is three modules (each keeps its own rows and source) but one compile, counted once.
+-- column module_id: Module (modules.module_id).
+-- column compile_key: What names the compile: modules.assignment_fingerprint (equal across forms), else the content hash.
+-- column primary_module_id: The module that stands for the compile: the one read from the most forms (text+proto, then text, then proto, then a profile), then the lowest module_id.
+-- note: Queries that count compiles (top-modules, recompiles) keep the primary modules; a label selects a compile when any of its modules carries it.
+SELECT
+  module_id,
+  coalesce(assignment_fingerprint, content_hash) AS compile_key,
+  first(module_id ORDER BY
+    CASE source_kind
+      WHEN 'text+proto' THEN 0 WHEN 'text' THEN 1 WHEN 'proto' THEN 2 ELSE 3
+    END,
+    module_id
+  ) OVER (PARTITION BY coalesce(assignment_fingerprint, content_hash))
+    AS primary_module_id
+FROM modules

@@ -1,0 +1,175 @@
+"""One compile, one answer: the same jax compiles ingested as text only, as protos only,
+as both side by side, and from a profile give the same figures in every consumer.
+
+The compiles are tests/data/proto (made by gen.py there with jax on CPU): scan, remat,
+donation, a while loop, a 2-device sharded program and a LAPACK custom call, each
+dumped as text and .hlo.pb of one compile; a profile of two programs with the .hlo.pb
+dump of the same process. The forms are cut from the same files, so each warehouse
+holds the very same compiles, and their figures must be equal, form against form
+(the oracle here is the other form; tests/test_proto.py holds each against
+memory_analysis()).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import bufferhouse
+
+DATA = Path(__file__).parent / "data" / "proto"
+PROGRAMS = sorted(p.name for p in (DATA / "both").iterdir() if p.is_dir())
+FORMS = ("text", "proto", "mixed")
+
+#: The figures that must not depend on the form.
+MODULE_FIGURES = (
+    "module_name, total_bytes, allocation_count, value_count, heap_peak_bytes,"
+    " xla_peak_bytes, assignment_fingerprint"
+)
+
+
+def _tree(tmp: Path, form: str) -> Path:
+    """tests/data/proto/both cut to one form: the text dump files, the .hlo.pb, or both."""
+    out = tmp / form
+    for program in PROGRAMS:
+        dest = out / program
+        dest.mkdir(parents=True)
+        for f in (DATA / "both" / program).iterdir():
+            is_proto = f.name.endswith(".hlo.pb")
+            is_text = f.name.endswith(".txt")
+            if form == "mixed" or (form == "proto" and is_proto) or (form == "text" and is_text):
+                shutil.copy(f, dest / f.name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def warehouses(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("forms")
+    out = {}
+    for form in FORMS:
+        db = tmp / f"{form}.duckdb"
+        report = bufferhouse.ingest([_tree(tmp, form)], db=db, jobs=1)
+        assert len(report.loaded) == len(PROGRAMS) and not report.failed, form
+        out[form] = db
+    return out
+
+
+def _by_name(db: Path, sql: str) -> dict[str, tuple]:
+    rows = bufferhouse.sql(sql, db=db).to_pylist()
+    return {r["module_name"]: tuple(v for k, v in r.items() if k != "module_name") for r in rows}
+
+
+def test_each_form_gives_the_same_module_figures(warehouses: dict[str, Path]) -> None:
+    figures = {f: _by_name(db, f"SELECT {MODULE_FIGURES} FROM modules") for f, db in warehouses.items()}
+    assert len(figures["text"]) == len(PROGRAMS)
+    assert figures["proto"] == figures["text"]
+    assert figures["mixed"] == figures["text"]
+    # every module has its peak now, from whichever source the form carries
+    sources = {f: _by_name(db, "SELECT module_name, peak_source FROM modules") for f, db in warehouses.items()}
+    assert set(sources["text"].values()) == {("live_ranges",)}
+    assert set(sources["proto"].values()) == {("trace",)}
+    assert set(sources["mixed"].values()) == {("trace",)}
+
+
+def test_each_form_gives_the_same_heap_peaks_per_space(warehouses: dict[str, Path]) -> None:
+    sql = (
+        "SELECT m.module_name, list((h.color, h.total_bytes, h.indefinite_bytes,"
+        " h.temp_peak_bytes, h.heap_peak_bytes, h.peak_time) ORDER BY h.color) AS spaces"
+        " FROM heap_peaks h JOIN modules m USING (module_id) GROUP BY m.module_name"
+    )
+    peaks = {f: _by_name(db, sql) for f, db in warehouses.items()}
+    assert peaks["proto"] == peaks["text"] == peaks["mixed"]
+
+
+@pytest.mark.parametrize(
+    "query, params",
+    [
+        ("top-modules", {}),
+        ("top-modules", {"peak": "xla"}),
+        ("categories", {}),
+        ("memory-spaces", {}),
+        ("recompiles", {"min_modules": 1}),
+    ],
+)
+def test_canned_queries_agree_across_forms(
+    warehouses: dict[str, Path], query: str, params: dict
+) -> None:
+    def rows(db: Path) -> list[dict]:
+        drop = {"module_id", "file_stem", "content_hash", "distinct_contents", "logical_peak_bytes"}
+        return [
+            {k: v for k, v in r.items() if k not in drop}
+            for r in bufferhouse.query(query, db=db, **params).to_pylist()
+        ]
+
+    text = rows(warehouses["text"])
+    assert text
+    assert rows(warehouses["proto"]) == text
+    assert rows(warehouses["mixed"]) == text
+
+
+def test_peak_buffers_agree_across_forms(warehouses: dict[str, Path]) -> None:
+    for program in PROGRAMS:
+        name = f"jit_{program}"
+        got = {}
+        for form, db in warehouses.items():
+            rows = bufferhouse.query("peak-buffers", db=db, module=name, top=1000).to_pylist()
+            got[form] = sorted(
+                (r["value_id"], r["size"], r["category"], r["live_at_peak"], r["peak_time"])
+                for r in rows
+            )
+        assert got["proto"] == got["mixed"], program
+        # the bytes at the peak agree with the text's live-range figure; which values
+        # of an indefinite allocation are shown may differ (a proto has no live ranges)
+        temp = {f: sorted(v for v in rows if v[2] == "temp") for f, rows in got.items()}
+        assert temp["proto"] == temp["text"], program
+
+
+def test_diff_of_the_same_compiles_across_forms_shows_no_change(
+    warehouses: dict[str, Path],
+) -> None:
+    r = bufferhouse.diff(warehouses["text"], warehouses["proto"], fail_above="0%")
+    assert r.gate is not None and r.gate.passed, r.gate.details()
+    deltas = {row["delta_bytes"] for row in r.modules.to_pylist()}
+    assert deltas == {0}
+
+
+def test_a_gate_that_cannot_compare_fails(tmp_path: Path, warehouses: dict[str, Path]) -> None:
+    """A proto carries no HloLiveRange: the logical peak is unknown, and a gate on it
+    must not pass on NULL against NULL."""
+    r = bufferhouse.diff(warehouses["proto"], warehouses["proto"], peak="logical", fail_above="5%")
+    assert r.gate is not None and not r.gate.passed
+    assert "cannot be compared" in r.gate.details()
+
+
+def test_one_compile_in_several_forms_is_counted_once(
+    tmp_path: Path, warehouses: dict[str, Path]
+) -> None:
+    """The text dump and the proto of the same compiles ingested into one warehouse
+    (as two runs): recompiles lists nothing, top-modules ranks each compile once."""
+    db = tmp_path / "both.duckdb"
+    text, proto = _tree(tmp_path, "text"), _tree(tmp_path, "proto")
+    bufferhouse.ingest([text], db=db, jobs=1, labels={"form": "text"})
+    bufferhouse.ingest([proto], db=db, jobs=1, labels={"form": "proto"})
+    assert bufferhouse.sql("SELECT count(*) AS n FROM modules", db=db).to_pylist() == [
+        {"n": 2 * len(PROGRAMS)}
+    ]
+    assert bufferhouse.query("recompiles", db=db).num_rows == 0
+    top = bufferhouse.query("top-modules", db=db).to_pylist()
+    assert sorted(r["module_name"] for r in top) == sorted(f"jit_{p}" for p in PROGRAMS)
+    # a label selects a compile when any of its forms carries it
+    by_label = bufferhouse.query("top-modules", db=db, label="form=proto").to_pylist()
+    assert [r["peak_bytes"] for r in by_label] == [r["peak_bytes"] for r in top]
+
+
+def test_the_profile_and_its_dump_agree(tmp_path: Path) -> None:
+    """The programs of an XProf profile against the .hlo.pb dump of the same process."""
+    got = {}
+    for form, tree in (("xplane", DATA / "profile"), ("proto", DATA / "profile_dump")):
+        db = tmp_path / f"{form}.duckdb"
+        bufferhouse.ingest([tree], db=db, jobs=1)
+        got[form] = _by_name(
+            db, "SELECT module_name, heap_peak_bytes, peak_source, xla_peak_bytes, total_bytes FROM modules"
+        )
+    assert got["xplane"] and got["xplane"] == got["proto"]
