@@ -153,3 +153,10 @@ def hash_keyed(table: pa.Table, hashes: dict[int, str]) -> pa.Table:
             keys = [None if m is None else hashes[m] for m in table.column(i).to_pylist()]
             table = table.set_column(i, name, pa.array(keys, pa.string()))
     return table
+
+
+def drop_version_7(con: duckdb.DuckDBPyConnection) -> None:
+    """Take a fresh warehouse back to what schema version 6 had: no peak_source columns
+    (for the tests that build an older warehouse by dropping what it lacked)."""
+    for table in ("modules", "heap_peaks"):
+        con.execute(f"ALTER TABLE {table} DROP COLUMN peak_source")

@@ -26,7 +26,7 @@ from bufferhouse.parse.discover import discover
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
 from bufferhouse.schema.ids import LOW_BITS, ModuleIds
 from bufferhouse.schema.warehouse import STORAGE_VERSION, ensure_schema, schema_version
-from tests.conftest import CORPUS, DATA, SAMPLES
+from tests.conftest import CORPUS, DATA, SAMPLES, drop_version_7
 
 #: Rows per DuckDB row group for the storage test: small, so the fixtures span many.
 ROW_GROUP_SIZE = 2048
@@ -156,6 +156,7 @@ def _as_version_1(db) -> dict[str, int]:
         )
         for table in DERIVED_TABLES:  # version 1 had none (added in 3)
             con.execute(f'DROP TABLE "{table.name}"')
+        drop_version_7(con)
         con.execute("UPDATE schema_info SET value = '1' WHERE key = 'schema_version'")
         con.execute("CHECKPOINT")
     return old

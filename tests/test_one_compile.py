@@ -173,3 +173,68 @@ def test_the_profile_and_its_dump_agree(tmp_path: Path) -> None:
             db, "SELECT module_name, heap_peak_bytes, peak_source, xla_peak_bytes, total_bytes FROM modules"
         )
     assert got["xplane"] and got["xplane"] == got["proto"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_every_consumer_serves_every_form(
+    tmp_path: Path, warehouses: dict[str, Path], form: str
+) -> None:
+    """report, plot, export and attach on a text-only, proto-only and mixed warehouse:
+    each runs, and the attached dataset answers as the warehouse does."""
+    from bufferhouse import visual
+    from bufferhouse.export import attach, export_warehouse
+
+    db = warehouses[form]
+    html = tmp_path / "r.html"
+    visual.write_report(html, db=db)
+    page = html.read_text(encoding="utf-8")
+    assert all(f"jit_{p}" in page for p in PROGRAMS)
+    result = visual.plot_timeline("jit_scan_rnn", tmp_path / "t.png", db=db)
+    assert result.path.stat().st_size > 0
+    export_warehouse(tmp_path / "out", db)
+    views = tmp_path / "views.duckdb"
+    attach(tmp_path / "out", views)
+    for query in ("top-modules", "peak-buffers"):
+        assert (
+            bufferhouse.query(query, db=views).to_pylist()
+            == bufferhouse.query(query, db=db).to_pylist()
+        ), query
+
+
+def test_a_profile_warehouse_serves_the_report(tmp_path: Path) -> None:
+    from bufferhouse import visual
+
+    db = tmp_path / "xplane.duckdb"
+    bufferhouse.ingest([DATA / "profile"], db=db, jobs=1)
+    html = tmp_path / "r.html"
+    visual.write_report(html, db=db)
+    top = bufferhouse.query("top-modules", db=db).to_pylist()
+    assert top and all(r["peak_bytes"] is not None for r in top)
+    assert all(r["module_name"] in html.read_text(encoding="utf-8") for r in top)
+
+
+def test_a_version_6_warehouse_gains_the_peak_sources(tmp_path: Path) -> None:
+    """6 -> 7 in place: peak_source filled for the live-range figures and for spaces
+    without temp allocations; the figures unchanged; the derived tables by this
+    release's rule."""
+    import duckdb
+
+    from bufferhouse.schema import SCHEMA_VERSION
+    from bufferhouse.schema.warehouse import schema_version
+    from tests.conftest import drop_version_7
+
+    db = tmp_path / "v6.duckdb"
+    bufferhouse.ingest([_tree(tmp_path, "text")], db=db, jobs=1)
+    query = (
+        "SELECT m.module_name, h.color, h.heap_peak_bytes, h.peak_source, m.peak_source"
+        " FROM heap_peaks h JOIN modules m USING (module_id) ORDER BY 1, 2"
+    )
+    fresh = bufferhouse.sql(query, db=db).to_pylist()
+    with duckdb.connect(str(db)) as con:
+        drop_version_7(con)
+        con.execute("UPDATE schema_info SET value = '6' WHERE key = 'schema_version'")
+    bufferhouse.connect(db, read_only=False).close()
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert schema_version(con) == SCHEMA_VERSION == 7
+    assert bufferhouse.sql(query, db=db).to_pylist() == fresh
+    assert {r["peak_source"] for r in fresh} == {"live_ranges"}

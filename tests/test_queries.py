@@ -376,25 +376,15 @@ THROUGH_VIEWS = {
         FROM slices GROUP BY module_id, module_name, color
         ORDER BY padding_bytes DESC, module_name, module_id, color""",
     "peak-buffers": f"""
-        WITH traced AS (SELECT DISTINCT module_id, color FROM heap_events),
-        listed AS (
-          SELECT module_id, module_name, color, peak_time, value_id, instruction,
-            shape_index, allocation_index, category, size, logical_bytes, padding_bytes,
-            shape, opcode, op_name, {_SOURCE} AS source, live_at_peak,
-            'live_ranges' AS peak_source
-          FROM heap_peak_values AS h
-          WHERE (module_id, color) NOT IN (SELECT (module_id, color) FROM traced)
-          UNION ALL
-          SELECT t.module_id, m.module_name, t.color, t.peak_time, t.value_id,
-            v.instruction, v.shape_index, t.allocation_index, t.category, t.size,
-            t.logical_bytes, t.size - t.logical_bytes, v.shape, i.opcode, i.op_name,
-            i.source_file || ':' || CAST(i.source_line AS VARCHAR), t.live_at_peak,
-            'trace'
-          FROM trace_peak_values AS t JOIN modules AS m USING (module_id)
-          JOIN hlo_values AS v USING (module_id, value_id)
-          LEFT JOIN instructions AS i USING (module_id, instruction))
-        SELECT * EXCLUDE (color)
-        FROM listed WHERE color = $space AND {_MODULE_FILTER}
+        SELECT h.module_id, h.module_name, h.peak_time, h.value_id, h.instruction,
+          h.shape_index, h.allocation_index, h.category, h.size, h.logical_bytes,
+          h.padding_bytes, h.shape, h.opcode, h.op_name,
+          h.source_file || ':' || CAST(h.source_line AS VARCHAR) AS source, h.live_at_peak,
+          p.peak_source
+        FROM heap_peak_values AS h
+        JOIN heap_peaks AS p USING (module_id, color)
+        WHERE color = $space AND ($module IS NULL
+          OR h.module_id IN (SELECT module_id FROM module_keys WHERE key = $module))
         ORDER BY size DESC, module_name, module_id, value_id LIMIT $top""",
     "by-source": f"""
         SELECT coalesce(key, '(unknown)') AS key, count(DISTINCT module_id) AS modules,

@@ -119,25 +119,27 @@ def test_timeline_figure_draws_those_series(modules, which):
 @pytest.fixture(scope="module")
 def proto_modules(tmp_path_factory) -> tuple[Path, list[tuple[str, int]]]:
     """One compile read from its proto alone and from text beside its proto (both have
-    a heap-simulator trace): (warehouse, [(module_id, trace_peak_bytes)])."""
+    a heap-simulator trace): (warehouse, [(module_id, heap_peak_bytes)]); one compile,
+    one peak."""
     proto = Path(__file__).parent / "data" / "proto"
     db = tmp_path_factory.mktemp("visual-proto") / "proto.duckdb"
     trees = [proto / "proto_only" / "while_newton", proto / "both" / "while_newton"]
     assert bufferhouse.ingest(trees, db=db, jobs=1).ok
     rows = bufferhouse.sql(
-        "SELECT module_id, trace_peak_bytes FROM modules ORDER BY source_kind", db
+        "SELECT module_id, heap_peak_bytes FROM modules ORDER BY source_kind", db
     ).to_pylist()
-    assert len(rows) == 2 and all(r["trace_peak_bytes"] for r in rows)
-    return db, [(str(r["module_id"]), r["trace_peak_bytes"]) for r in rows]
+    assert len(rows) == 2 and rows[0]["heap_peak_bytes"] == rows[1]["heap_peak_bytes"] > 0
+    return db, [(str(r["module_id"]), r["heap_peak_bytes"]) for r in rows]
 
 
 @pytest.mark.parametrize("which", [0, 1], ids=["proto", "text+proto"])
 def test_timeline_of_a_module_with_a_trace_draws_the_trace(proto_modules, which):
-    """The trace wins: one step per heap-simulator event, the layers (XLA's static
-    buffers by category, then the trace's bytes) add up to heap-timeline's live_bytes,
-    the peak is trace_peak_bytes, and the figure says where it comes from."""
+    """The trace wins: one step per heap-simulator event, the layers (the indefinite
+    allocations by category, then the trace's bytes) add up to heap-timeline's
+    live_bytes, the peak is the module's heap_peak_bytes (as from its text dump), and
+    the figure says where it comes from."""
     db, keys = proto_modules
-    key, trace_peak = keys[which]
+    key, heap_peak = keys[which]
     _, tl = visual.timeline(key, db=db, top=5)
     query = bufferhouse.query("heap-timeline", db, module=key).to_pylist()
     assert tl.source == "trace" and tl.from_trace
@@ -147,7 +149,7 @@ def test_timeline_of_a_module_with_a_trace_draws_the_trace(proto_modules, which)
         r["live_bytes"] for r in query
     ]
     assert sum(tl.indefinite.values()) == query[0]["indefinite_bytes"]
-    assert tl.peak_bytes == max(tl.live_bytes) == trace_peak
+    assert tl.peak_bytes == max(tl.live_bytes) == heap_peak
     assert {r["peak_source"] for r in tl.peak_buffers} == {"trace"}
     fig = plots.draw_timeline(tl)
     assert "heap-simulator trace" in fig.axes[0].get_xlabel()

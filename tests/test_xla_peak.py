@@ -18,7 +18,7 @@ import bufferhouse
 from bufferhouse.check import check_warehouse
 from bufferhouse.schema import SCHEMA_VERSION
 from bufferhouse.schema.warehouse import schema_version
-from tests.conftest import CORPUS, DATA
+from tests.conftest import CORPUS, DATA, drop_version_7
 
 HEAPRULE = DATA / "heaprule"
 
@@ -140,6 +140,7 @@ def test_a_writer_upgrades_version_3_in_place(tmp_path):
             con.execute(f"ALTER TABLE modules DROP COLUMN {column}")
         con.execute("DROP TABLE heap_events")
         con.execute("ALTER TABLE modules DROP COLUMN xla_peak_bytes")
+        drop_version_7(con)
         con.execute("UPDATE schema_info SET value = '3' WHERE key = 'schema_version'")
     bufferhouse.connect(db, read_only=False).close()
     with duckdb.connect(str(db), read_only=True) as con:

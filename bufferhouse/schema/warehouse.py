@@ -299,7 +299,11 @@ def _add_peak_sources(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         """
         UPDATE heap_peaks SET peak_source = CASE
-          WHEN temp_allocation_bytes = 0 THEN 'allocations'
+          WHEN NOT EXISTS (
+            SELECT 1 FROM allocations AS a
+            WHERE a.module_id = heap_peaks.module_id
+              AND a.color = heap_peaks.color AND a.category = 'temp'
+          ) THEN 'allocations'
           WHEN temp_peak_bytes IS NOT NULL THEN 'live_ranges'
         END
         """
