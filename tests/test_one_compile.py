@@ -62,12 +62,17 @@ def _by_name(db: Path, sql: str) -> dict[str, tuple]:
 
 
 def test_each_form_gives_the_same_module_figures(warehouses: dict[str, Path]) -> None:
-    figures = {f: _by_name(db, f"SELECT {MODULE_FIGURES} FROM modules") for f, db in warehouses.items()}
+    figures = {
+        f: _by_name(db, f"SELECT {MODULE_FIGURES} FROM modules") for f, db in warehouses.items()
+    }
     assert len(figures["text"]) == len(PROGRAMS)
     assert figures["proto"] == figures["text"]
     assert figures["mixed"] == figures["text"]
     # every module has its peak now, from whichever source the form carries
-    sources = {f: _by_name(db, "SELECT module_name, peak_source FROM modules") for f, db in warehouses.items()}
+    sources = {
+        f: _by_name(db, "SELECT module_name, peak_source FROM modules")
+        for f, db in warehouses.items()
+    }
     assert set(sources["text"].values()) == {("live_ranges",)}
     assert set(sources["proto"].values()) == {("trace",)}
     assert set(sources["mixed"].values()) == {("trace",)}
@@ -170,7 +175,8 @@ def test_the_profile_and_its_dump_agree(tmp_path: Path) -> None:
         db = tmp_path / f"{form}.duckdb"
         bufferhouse.ingest([tree], db=db, jobs=1)
         got[form] = _by_name(
-            db, "SELECT module_name, heap_peak_bytes, peak_source, xla_peak_bytes, total_bytes FROM modules"
+            db,
+            "SELECT module_name, heap_peak_bytes, peak_source, xla_peak_bytes, total_bytes FROM modules",
         )
     assert got["xplane"] and got["xplane"] == got["proto"]
 

@@ -375,7 +375,7 @@ THROUGH_VIEWS = {
             AS padding_pct
         FROM slices GROUP BY module_id, module_name, color
         ORDER BY padding_bytes DESC, module_name, module_id, color""",
-    "peak-buffers": f"""
+    "peak-buffers": """
         SELECT h.module_id, h.module_name, h.peak_time, h.value_id, h.instruction,
           h.shape_index, h.allocation_index, h.category, h.size, h.logical_bytes,
           h.padding_bytes, h.shape, h.opcode, h.op_name,

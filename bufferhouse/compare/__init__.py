@@ -184,8 +184,14 @@ def diff(
     if threshold is not None:
         rows = modules.to_pylist()
         matched = [r["status"] not in ("added", "removed") for r in rows]
-        over = [m and threshold.exceeded(r["base_bytes"], r["head_bytes"]) for m, r in zip(matched, rows)]
-        blind = [m and (r["base_bytes"] is None or r["head_bytes"] is None) for m, r in zip(matched, rows)]
+        over = [
+            m and threshold.exceeded(r["base_bytes"], r["head_bytes"])
+            for m, r in zip(matched, rows)
+        ]
+        blind = [
+            m and (r["base_bytes"] is None or r["head_bytes"] is None)
+            for m, r in zip(matched, rows)
+        ]
         gate = Gate(
             peak,
             threshold,

@@ -104,9 +104,16 @@ def open_side(
     stack.callback(con.close)
     queries.use_package_views(con)
     modules = queries.run(con, "modules")
+    primary = dict(
+        con.execute("SELECT module_id, primary_module_id FROM compile_modules").fetchall()
+    )
+    kept = set(primary.values())  # one compile seen in several forms is one module here
     if labels:
-        ids = statements.run(con, "labelled", labels=labels).column("module_id")
-        modules = modules.filter(pc.is_in(modules.column("module_id"), value_set=ids))
+        labelled = statements.run(con, "labelled", labels=labels).column("module_id")
+        kept = {primary[i] for i in labelled.to_pylist()}  # a compile any of whose forms has them
+    modules = modules.filter(
+        pc.is_in(modules.column("module_id"), value_set=pa.array(sorted(kept), pa.int64()))
+    )
     if modules.num_rows == 0:
         if kind == "label":
             present = con.execute(

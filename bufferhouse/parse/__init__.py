@@ -27,15 +27,14 @@ import pyarrow as pa
 
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import memory, proto
-from bufferhouse.parse.discover import LogFile, ModuleFiles, stem_parts, text_path
 from bufferhouse.parse.derive import Derived, Origin, derive
+from bufferhouse.parse.discover import LogFile, ModuleFiles, stem_parts, text_path
 from bufferhouse.parse.model import Reading
 from bufferhouse.parse.oom import LogEvents, read_log
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
 from bufferhouse.parse.text import scan, vector
 from bufferhouse.parse.text.finish import finish
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema
-from bufferhouse.schema.ids import UNASSIGNED_MODULE_ID
 
 __all__ = [
     "VECTOR_MIN_BYTES",
@@ -175,7 +174,9 @@ def parse_files(
         error = _range_error(files, exc)
         return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
     except Exception as exc:  # a bug of ours must not take the batch down
-        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=_internal(files, exc))
+        return ParseResult(
+            "failed", content_hash=digest, bytes_read=nbytes, error=_internal(files, exc)
+        )
     warnings = [*files.problems, *derived.warnings]
     return ParseResult("parsed", digest, nbytes, derived.row.as_dict(), tables, warnings)
 

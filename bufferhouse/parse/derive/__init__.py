@@ -140,9 +140,7 @@ def derive(reading: Reading, origin: Origin) -> Derived:
         "is_preallocated_temp": pc.coalesce(allocations["is_preallocated_temp"], temp),
     }
     for name, column in derived_columns.items():
-        allocations = allocations.set_column(
-            allocations.schema.get_field_index(name), name, column
-        )
+        allocations = allocations.set_column(allocations.schema.get_field_index(name), name, column)
     tables["allocations"] = allocations
     tables["heap_peaks"] = _heap_peaks_table(heap_rows)
     xla = xla_peaks(allocations, tables["assignments"], tables["heap_events"])

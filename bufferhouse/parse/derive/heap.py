@@ -68,7 +68,9 @@ def sweep(
     del temp_values, offset, starts, ends
     spaces = {}
     for c in np.unique(color[is_temp]).tolist():
-        best, best_t = _peak(*(a[np.isin(alloc, index[(color == c) & is_temp])] for a in (time, delta)))
+        best, best_t = _peak(
+            *(a[np.isin(alloc, index[(color == c) & is_temp])] for a in (time, delta))
+        )
         spaces[c] = SpaceSweep(best, best_t)
     # Each temp allocation's most bytes in use: 0 when none of its values is ever live.
     most = np.zeros(len(index), dtype=np.int64)
@@ -83,13 +85,26 @@ def _ranges(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(start, end) of each value: its last live_ranges entry; 0..end of program without one."""
     ids = live_ranges["value_id"]
-    last = _last_rows(ids.to_numpy(zero_copy_only=False) if ids.null_count == 0 else
-                      pc.fill_null(ids, -1).to_numpy())
+    last = _last_rows(
+        ids.to_numpy(zero_copy_only=False)
+        if ids.null_count == 0
+        else pc.fill_null(ids, -1).to_numpy()
+    )
     where = pc.index_in(value_ids, value_set=pa.array(last[0])).to_numpy(zero_copy_only=False)
     found = ~np.isnan(where) if where.dtype.kind == "f" else np.ones(len(where), dtype=bool)
-    rows = last[1][np.where(found, np.nan_to_num(where), 0).astype(np.int64)] if len(last[1]) else np.zeros(len(where), dtype=np.int64)
-    start = live_ranges["start_time"].to_numpy() if live_ranges.num_rows else np.zeros(1, dtype=np.int64)
-    end = live_ranges["end_time"].to_numpy() if live_ranges.num_rows else np.zeros(1, dtype=np.int64)
+    rows = (
+        last[1][np.where(found, np.nan_to_num(where), 0).astype(np.int64)]
+        if len(last[1])
+        else np.zeros(len(where), dtype=np.int64)
+    )
+    start = (
+        live_ranges["start_time"].to_numpy()
+        if live_ranges.num_rows
+        else np.zeros(1, dtype=np.int64)
+    )
+    end = (
+        live_ranges["end_time"].to_numpy() if live_ranges.num_rows else np.zeros(1, dtype=np.int64)
+    )
     end_of_time = schedule_length if schedule_length is not None else 0
     return np.where(found, start[rows], 0), np.where(found, end[rows], end_of_time)
 

@@ -45,7 +45,9 @@ def static_buffers(allocations: pa.Table, assignments: pa.Table) -> pa.Table:
     placed = assignments.filter(pc.is_in(assignments["allocation_index"], value_set=wanted))
     if placed.num_rows == 0:
         return pa.table({"value_id": pa.array([], pa.int64()), "size": pa.array([], pa.int64())})
-    placed = placed.sort_by([("allocation_index", "ascending"), ("size", "descending"), ("value_id", "ascending")])
+    placed = placed.sort_by(
+        [("allocation_index", "ascending"), ("size", "descending"), ("value_id", "ascending")]
+    )
     index = placed["allocation_index"].to_numpy()
     first = [0] + [i for i in range(1, len(index)) if index[i] != index[i - 1]]
     return placed.select(["value_id", "size"]).take(pa.array(first, pa.int64()))

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.errors import DumpError, ParseError
+from bufferhouse.parse.derive.heap import sum_exact
 from bufferhouse.parse.model import ERA_FEATURES, Reading, ReadingFacts, Scanned
 from bufferhouse.parse.text import rules
 from bufferhouse.parse.text.columns import (
@@ -28,7 +29,6 @@ from bufferhouse.parse.text.columns import (
     table,
     value_table,
 )
-from bufferhouse.parse.derive.heap import sum_exact
 
 
 def _key_numbers(tables: list[pa.Table]) -> list[np.ndarray]:
