@@ -244,3 +244,60 @@ def test_a_version_6_warehouse_gains_the_peak_sources(tmp_path: Path) -> None:
         assert schema_version(con) == SCHEMA_VERSION == 7
     assert bufferhouse.sql(query, db=db).to_pylist() == fresh
     assert {r["peak_source"] for r in fresh} == {"live_ranges"}
+
+
+SIZES = Path(__file__).parent / "data" / "sizes"
+
+
+def _sized(tmp: Path, size: str, form: str) -> Path:
+    """tests/data/sizes/<size> (make_sizes.py: five programs, text and .hlo.pb of one
+    compile each) cut to one form."""
+    out = tmp / f"{size}-{form}"
+    for f in (SIZES / size).rglob("*"):
+        if f.is_file():
+            keep = {"text": f.name.endswith(".txt"), "proto": f.name.endswith(".hlo.pb")}
+            if keep.get(form, True):
+                dest = out / f.relative_to(SIZES / size)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(f, dest)
+    return out
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_diff_of_two_sizes_trips_the_gate_in_every_form(tmp_path: Path, form: str) -> None:
+    """The same programs at twice the dimensions: every module's peak grows, the gate
+    fails in every form; XLA's peak equals memory_analysis() in every form."""
+    import json
+
+    manifest = json.loads((SIZES / "manifest.json").read_text())["modules"]
+    base, head = _sized(tmp_path, "s1", form), _sized(tmp_path, "s2", form)
+    r = bufferhouse.diff(base, head, fail_above="5%", jobs=1)
+    assert r.gate is not None and not r.gate.passed, r.gate.details()
+    rows = r.modules.to_pylist()
+    assert len(rows) == 5 and all(row["status"] == "grown" for row in rows)
+    assert all(row["head_bytes"] > 1.05 * row["base_bytes"] for row in rows)
+    db = tmp_path / "s1.duckdb"
+    bufferhouse.ingest([base], db=db, jobs=1)
+    got = {
+        row["module_name"]: row["xla_peak_bytes"]
+        for row in bufferhouse.sql(
+            "SELECT module_name, xla_peak_bytes FROM modules", db=db
+        ).to_pylist()
+    }
+    want = {
+        f"jit_{key.split('/')[1]}": m["peak_memory_in_bytes"]
+        for key, m in manifest.items()
+        if key.startswith("s1/")
+    }
+    assert got == want
+
+
+def test_a_diff_of_text_against_proto_of_the_same_compiles_shows_no_change(tmp_path: Path) -> None:
+    r = bufferhouse.diff(
+        _sized(tmp_path, "s2", "text"), _sized(tmp_path, "s2", "proto"), fail_above="0%", jobs=1
+    )
+    assert r.gate is not None and r.gate.passed, r.gate.details()
+    assert {row["delta_bytes"] for row in r.modules.to_pylist()} == {0}
+    # every figure both forms carry is equal; the logical peak is the text's alone
+    deltas = {(row["metric"], row["delta_bytes"]) for row in r.changes.to_pylist()}
+    assert {d for m, d in deltas if m != "logical_peak_bytes"} == {0}

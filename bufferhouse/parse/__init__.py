@@ -146,14 +146,8 @@ def parse_files(
         return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
     if files.problems and files.buffer_assignment is None and files.proto is None:
         return ParseResult("failed", error=files.problems[0])
-    if files.xplane is not None:
-        return _parse_xplane(files, known)
-    content = files.content_files()  # the dump files, then the proto: all that lands
-    dump_files = files.dump_files()
     try:
-        identity = module_identity(
-            [p for _, p in content], [file_name(p) for _, p in content], files.hlo, max_bytes
-        )
+        identity = _identify(files, max_bytes)
     except DumpError as exc:
         return ParseResult("failed", error=exc)
     digest, nbytes = identity.content_hash, identity.bytes_read
@@ -162,7 +156,7 @@ def parse_files(
     if identity.dump_hash in known:  # held under its dump files alone: see _held_without_hlo
         return _held_without_hlo(files, identity)
     try:
-        reading = _read(files, dump_files, accelerate, threads)
+        reading = _read(files, identity, accelerate, threads)
         if reading is None:
             assert files.problems
             return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
@@ -181,11 +175,38 @@ def parse_files(
     return ParseResult("parsed", digest, nbytes, derived.row.as_dict(), tables, warnings)
 
 
-def _read(
-    files: ModuleFiles, dump_files: list[tuple[str, str]], accelerate: bool, threads: int
-) -> Reading | None:
-    """The module's reading from the forms beside each other: text, proto or both. None
-    when the only form is a proto without a buffer assignment (its problem recorded)."""
+def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
+    """The module's content identity. A profile's program is known by its name and
+    HloProto bytes, read here unless with_programs read them already; the group lets
+    go of them: whoever parses the program owns them (in a worker process, the
+    ingest's copy is let go by parse_in_workers)."""
+    if files.xplane is None:
+        content = files.content_files()  # the dump files, then the proto: all that lands
+        names = [file_name(p) for _, p in content]
+        return module_identity([p for _, p in content], names, files.hlo, max_bytes)
+    from bufferhouse.parse.proto.xplane import read_program
+
+    assert files.program is not None
+    data, files.program_data = files.program_data, None
+    if data is None:
+        data = read_program(files.xplane, files.program, files.plane_offset)
+    digest = proto.xplane_content_hash(files.program, data)
+    return Identity(digest, digest, len(data), program_data=data)
+
+
+def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int) -> Reading | None:
+    """The module's reading from its forms: a profile's program, or a text dump, a proto
+    or both side by side. None when the only form is an HloProto without a buffer
+    assignment (its problem recorded in files.problems)."""
+    if files.xplane is not None:
+        assert files.program is not None and identity.program_data is not None
+        data, identity.program_data = identity.program_data, None
+        try:
+            return proto.parse_xplane_program(files.xplane, files.program, data)
+        except proto.NoBufferAssignment as exc:
+            files.problems.append(exc)
+            return None
+    dump_files = files.dump_files()
     from_proto = None
     if files.proto is not None:
         try:
@@ -216,37 +237,6 @@ def _internal(files: ModuleFiles, exc: Exception) -> DumpError:
 
 
 _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
-
-
-def _parse_xplane(files: ModuleFiles, known: Container[str]) -> ParseResult:
-    """One program of an XProf profile: its HloProto (read by with_programs, or here),
-    its content hash, and the module unless the warehouse holds that hash already.
-    The group lets go of the HloProto: whoever parses it owns it (in a worker process,
-    the ingest's copy is let go by parse_in_workers)."""
-    from bufferhouse.parse.proto.xplane import read_program
-
-    assert files.xplane is not None and files.program is not None
-    data, files.program_data = files.program_data, None
-    try:
-        if data is None:
-            data = read_program(files.xplane, files.program, files.plane_offset)
-        digest, nbytes = proto.xplane_content_hash(files.program, data), len(data)
-        if digest in known:
-            return ParseResult("present", content_hash=digest, bytes_read=nbytes)
-        reading = proto.parse_xplane_program(files.xplane, files.program, data)
-        del data
-        derived = derive(reading, _origin(files, reading, digest, nbytes))
-        tables = _check_fits(derived)
-    except proto.NoBufferAssignment as exc:
-        return ParseResult("skipped", error=exc)
-    except DumpError as exc:
-        return ParseResult("failed", error=exc)
-    except (OverflowError, pa.ArrowInvalid) as exc:
-        error = DumpError(files.display, 0, f"a number is too large for its column ({exc})")
-        return ParseResult("failed", error=error)
-    except Exception as exc:  # a bug of ours must not take the batch down
-        return ParseResult("failed", error=_internal(files, exc))
-    return ParseResult("parsed", digest, nbytes, derived.row.as_dict(), tables, derived.warnings)
 
 
 Group = TypeVar("Group", bound="ModuleFiles | LogFile")

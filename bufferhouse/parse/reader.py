@@ -122,7 +122,7 @@ def log_members(path: str) -> list[tuple[str, str]]:
     return members
 
 
-@dataclass(frozen=True)
+@dataclass
 class Identity:
     """A module's identity, and the one earlier releases gave it."""
 
@@ -133,6 +133,8 @@ class Identity:
     #: to content_hash for a module without an HLO file.
     dump_hash: str
     bytes_read: int
+    #: A profile's program: its HloProto bytes, until the reader takes them.
+    program_data: bytes | None = None
 
 
 def module_identity(

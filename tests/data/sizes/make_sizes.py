@@ -25,10 +25,17 @@ PROGRAMS = {"scan": 1, "remat": 1, "donation": 1, "while_loop": 1, "sharded": 2}
 KEEP = (
     "_after_optimizations.hlo.pb",
     "_after_optimizations-buffer-assignment.txt",
+    "_after_optimizations-buffer-assignment-values.txt",
     "_after_optimizations-live-range.txt",
     "_after_optimizations-memory-usage-report.txt",
     "_after_optimizations.txt",
 )
+
+
+def named(fn, name: str):
+    """`fn` under `name`: jax names the module jit_<name>."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
 def compile_one(program: str, scale: int) -> dict:
@@ -44,7 +51,7 @@ def compile_one(program: str, scale: int) -> dict:
         def step(h, x):
             return jnp.tanh(h @ x), h.sum()
 
-        fn = jax.jit(lambda h, xs: jax.lax.scan(step, h, xs))
+        fn = jax.jit(named(lambda h, xs: jax.lax.scan(step, h, xs), program))
         args = (spec((n, n), f32), spec((8, n, n), f32))
     elif program == "remat":
 
@@ -53,10 +60,10 @@ def compile_one(program: str, scale: int) -> dict:
                 x = jax.checkpoint(lambda x, w=w: jnp.tanh(x @ w))(x)
             return x.sum()
 
-        fn = jax.jit(jax.grad(mlp))
+        fn = jax.jit(named(jax.grad(mlp), program))
         args = (spec((n, n), f32), spec((n, n), f32))
     elif program == "donation":
-        fn = jax.jit(lambda w, g: w - 0.1 * g, donate_argnums=0)
+        fn = jax.jit(named(lambda w, g: w - 0.1 * g, program), donate_argnums=0)
         args = (spec((n, 4 * n), f32), spec((n, 4 * n), f32))
     elif program == "while_loop":
 
@@ -64,16 +71,18 @@ def compile_one(program: str, scale: int) -> dict:
             i, x = c
             return i + 1, jnp.sin(x) @ x
 
-        fn = jax.jit(lambda x: jax.lax.while_loop(lambda c: c[0] < 5, body, (0, x))[1])
+        fn = jax.jit(
+            named(lambda x: jax.lax.while_loop(lambda c: c[0] < 5, body, (0, x))[1], program)
+        )
         args = (spec((n, n), f32),)
     else:
         from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
         mesh = Mesh(jax.devices()[:2], ("x",))
         sharded = NamedSharding(mesh, PartitionSpec("x", None))
-        fn = jax.jit(lambda a, b: jnp.tanh(a @ b), in_shardings=(sharded, None))
+        fn = jax.jit(named(lambda a, b: jnp.tanh(a @ b), program), in_shardings=(sharded, None))
         args = (spec((2 * n, n), f32), spec((n, n), f32))
-    m = fn.lower(*args).compile().memory_analysis()
+    m = fn.lower(*args).compile().memory_analysis()  # the jit is named after the program
     return {
         k: getattr(m, k)
         for k in (
