@@ -671,23 +671,29 @@ def test_top_modules_ranks_by_xla_peak(proto_db: Path) -> None:
 
 
 def test_heap_trace_query(proto_db: Path) -> None:
-    """The trace as a query: its live_bytes peak is trace_peak_bytes, its static part is
-    what memory_analysis() reports on CPU."""
+    """The trace as a query: its live_bytes peak is the module's heap_peak_bytes (the
+    text dump's live-range figure for the same compile), its static part the space's
+    indefinite allocations."""
     con = duckdb.connect(str(proto_db), read_only=True)
-    module_id, trace_peak, xla_peak = con.execute(
-        "SELECT module_id, trace_peak_bytes, xla_peak_bytes FROM modules"
-        " WHERE module_name = 'jit_while_newton' AND source_kind = 'proto'"
+    module_id, heap_peak, indefinite = con.execute(
+        "SELECT m.module_id, m.heap_peak_bytes, h.indefinite_bytes FROM modules m"
+        " JOIN heap_peaks h ON h.module_id = m.module_id AND h.color = 0"
+        " WHERE m.module_name = 'jit_while_newton' AND m.source_kind = 'proto'"
     ).fetchone()
     events = con.execute("SELECT count(*) FROM heap_events WHERE module_id = ?", [module_id])
     n_events = events.fetchone()[0]
+    (text_peak,) = con.execute(
+        "SELECT heap_peak_bytes FROM modules"
+        " WHERE module_name = 'jit_while_newton' AND source_kind = 'text+proto'"
+    ).fetchone()
     con.close()
     rows = bufferhouse.query("heap-trace", db=proto_db, module=str(module_id)).to_pylist()
     assert {r["module_id"] for r in rows} == {module_id}
     assert len(rows) == n_events > 0
-    assert max(r["live_bytes"] for r in rows) == trace_peak
-    assert {r["static_bytes"] for r in rows} == {xla_peak}
+    assert max(r["live_bytes"] for r in rows) == heap_peak == text_peak
+    assert {r["static_bytes"] for r in rows} == {indefinite}
     (peak,) = [r for r in rows if r["is_peak"]]
-    assert peak["live_bytes"] == trace_peak
+    assert peak["live_bytes"] == heap_peak
 
 
 def test_renamed_proto_loads_and_one_without_assignment_is_skipped(tmp_path: Path) -> None:
@@ -757,17 +763,18 @@ def test_damaged_profiles_fail_with_a_located_error(tmp_path_factory, data) -> N
 def test_heap_timeline_and_peak_buffers_draw_the_trace(proto_db: Path) -> None:
     """Every module with a trace (proto alone, profile, or text beside its proto: the
     trace wins) is drawn from it: heap-timeline has one row per event, source 'trace',
-    its peak is trace_peak_bytes; peak-buffers lists the buffers held at that event
-    (replayed here from heap_events) and XLA's static buffers (the largest value of each
-    parameter, constant and output allocation), whose bytes add up to the peak."""
+    its peak is heap_peak_bytes; peak-buffers lists the buffers held at that event
+    (replayed here from heap_events) and each indefinite allocation by its largest
+    value; the indefinite allocations' sizes and the held slices add up to the peak."""
     con = duckdb.connect(str(proto_db), read_only=True)
     modules = con.execute(
-        "SELECT module_id, source_kind, trace_peak_bytes FROM modules"
-        " WHERE trace_peak_bytes IS NOT NULL ORDER BY module_id"
+        "SELECT m.module_id, m.source_kind, m.heap_peak_bytes, h.peak_time FROM modules m"
+        " JOIN heap_peaks h ON h.module_id = m.module_id AND h.color = 0"
+        " WHERE m.trace_peak_bytes IS NOT NULL ORDER BY m.module_id"
     ).fetchall()
-    assert {kind for _, kind, _ in modules} == {"proto", "text+proto", "xplane"}
+    assert {kind for _, kind, _, _ in modules} == {"proto", "text+proto", "xplane"}
     facts = {}
-    for module_id, _, _ in modules:
+    for module_id, _, _, _ in modules:
         events = con.execute(
             "SELECT kind, value_id FROM heap_events WHERE module_id = ?"
             " ORDER BY trace_index, event_index",
@@ -780,40 +787,37 @@ def test_heap_timeline_and_peak_buffers_draw_the_trace(proto_db: Path) -> None:
                 [module_id],
             ).fetchall()
         )
-        static = con.execute(
-            "SELECT allocation_index, max(a.size) FROM assignments a"
-            " JOIN allocations l USING (module_id, allocation_index)"
-            " WHERE module_id = ? AND NOT l.is_thread_local"
-            " AND (l.is_parameter OR l.is_constant OR l.is_maybe_live_out)"
-            " GROUP BY allocation_index",
+        indefinite = con.execute(
+            "SELECT allocation_index, size FROM allocations WHERE module_id = ? AND color = 0"
+            " AND (is_parameter OR is_constant OR is_maybe_live_out OR is_thread_local)",
             [module_id],
         ).fetchall()
-        facts[module_id] = events, slices, dict(static)
+        facts[module_id] = events, slices, dict(indefinite)
     con.close()
     fleet: dict[int, list[dict]] = {}
     for row in bufferhouse.query("peak-buffers", db=proto_db, top=100_000).to_pylist():
         fleet.setdefault(row["module_id"], []).append(row)
-    for module_id, _, trace_peak in modules:
-        events, slices, static = facts[module_id]
+    for module_id, _, heap_peak, peak_time in modules:
+        events, slices, indefinite = facts[module_id]
         key = str(module_id)
         rows = bufferhouse.query("heap-timeline", db=proto_db, module=key).to_pylist()
         assert {r["source"] for r in rows} == {"trace"}
         assert [r["time"] for r in rows] == list(range(len(events)))
-        assert max(r["live_bytes"] for r in rows) == trace_peak
+        assert max(r["live_bytes"] for r in rows) == heap_peak
         (peak,) = [r for r in rows if r["is_peak"]]
-        assert peak["live_bytes"] == trace_peak
-        assert peak["time"] == min(r["time"] for r in rows if r["live_bytes"] == trace_peak)
+        assert peak["live_bytes"] == heap_peak
+        assert peak["time"] == min(r["time"] for r in rows if r["live_bytes"] == heap_peak)
         live: set[int] = set()
         for kind, value in events[: peak["time"] + 1]:
             (live.add if kind != "FREE" else live.discard)(value)
         listed = bufferhouse.query("peak-buffers", db=proto_db, module=key, top=100_000).to_pylist()
         assert {r["peak_source"] for r in listed} == {"trace"}
-        assert {r["peak_time"] for r in listed} == {peak["time"]}
+        assert {r["peak_time"] for r in listed} == {peak_time}
         temp = {r["value_id"] for r in listed if r["category"] == "temp"}
         assert temp == live
-        held = {r["allocation_index"]: r["size"] for r in listed if r["category"] != "temp"}
-        assert held == static
-        assert sum(held.values()) + _union([slices[v] for v in live]) == trace_peak
+        shown = {r["allocation_index"] for r in listed if r["category"] != "temp"}
+        assert shown == set(indefinite)
+        assert sum(indefinite.values()) + _union([slices[v] for v in live]) == heap_peak
         assert sorted(map(repr, listed)) == sorted(map(repr, fleet[module_id]))
 
 
@@ -860,7 +864,7 @@ def test_text_and_proto_draw_the_trace_like_the_proto_alone(proto_db: Path) -> N
 
 def test_trace_queries_return_the_rows_of_the_trace_views(proto_db: Path) -> None:
     """heap-trace, heap-timeline and peak-buffers read heap_events scoped to the module
-    (for speed); the heap_trace_steps and trace_peak_values views define the same rows
+    (for speed); the heap_trace_steps and heap_peak_values views define the same rows
     for every module at once. Both forms agree on every module with a trace."""
     from bufferhouse import queries
 
@@ -880,7 +884,7 @@ def test_trace_queries_return_the_rows_of_the_trace_views(proto_db: Path) -> Non
         m: sorted(
             con.execute(
                 "SELECT peak_time, value_id, allocation_index, category, size, logical_bytes,"
-                " live_at_peak FROM trace_peak_values WHERE module_id = ? AND color = 0",
+                " live_at_peak FROM heap_peak_values WHERE module_id = ? AND color = 0",
                 [m],
             ).fetchall()
         )

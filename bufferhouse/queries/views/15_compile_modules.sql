@@ -3,15 +3,28 @@
 -- column module_id: Module (modules.module_id).
 -- column compile_key: What names the compile: modules.assignment_fingerprint (equal across forms), else the content hash.
 -- column primary_module_id: The module that stands for the compile: the one read from the most forms (text+proto, then text, then proto, then a profile), then the lowest module_id.
--- note: Queries that count compiles (top-modules, recompiles) keep the primary modules; a label selects a compile when any of its modules carries it.
+-- note: Queries that count compiles (top-modules, recompiles, diff) keep the primary modules; a label selects a compile when any of its modules carries it.
+WITH keyed AS (
+  SELECT
+    module_id,
+    coalesce(assignment_fingerprint, content_hash) AS compile_key,
+    row_number() OVER (
+      PARTITION BY coalesce(assignment_fingerprint, content_hash)
+      ORDER BY
+        CASE source_kind
+          WHEN 'text+proto' THEN 0
+          WHEN 'text' THEN 1
+          WHEN 'proto' THEN 2
+          ELSE 3
+        END,
+        module_id
+    ) AS form_rank
+  FROM modules
+)
 SELECT
-  module_id,
-  coalesce(assignment_fingerprint, content_hash) AS compile_key,
-  first(module_id ORDER BY
-    CASE source_kind
-      WHEN 'text+proto' THEN 0 WHEN 'text' THEN 1 WHEN 'proto' THEN 2 ELSE 3
-    END,
-    module_id
-  ) OVER (PARTITION BY coalesce(assignment_fingerprint, content_hash))
-    AS primary_module_id
-FROM modules
+  k.module_id,
+  k.compile_key,
+  p.module_id AS primary_module_id
+FROM keyed AS k
+JOIN keyed AS p
+  ON p.compile_key = k.compile_key AND p.form_rank = 1
