@@ -124,6 +124,25 @@ def parse_log(log: LogFile) -> ParseResult:
     return ParseResult("events", bytes_read=events.bytes_read, events=events)
 
 
+def _module_identity(files: ModuleFiles, max_bytes: int | None) -> Identity:
+    content = files.content_files()  # the dump files, then the proto: all that lands
+    return module_identity(
+        [p for _, p in content], [file_name(p) for _, p in content], files.hlo, max_bytes
+    )
+
+
+def _unused_proto(exc: DumpError) -> DumpError:
+    """A proto that cannot be read beside a text dump: the warning the module carries."""
+    if isinstance(exc, proto.NoBufferAssignment):
+        return exc
+    return DumpError(
+        exc.path,
+        exc.line,
+        f"{exc.message} (the text dump beside it is loaded without it)",
+        exc.text,
+    )
+
+
 def parse_files(
     files: ModuleFiles | LogFile,
     known: Container[str] = frozenset(),
@@ -147,14 +166,18 @@ def parse_files(
         return ParseResult("failed", error=files.problems[0])
     if files.xplane is not None:
         return _parse_xplane(files, known)
-    content = files.content_files()  # the dump files, then the proto: all that lands
     dump_files = files.dump_files()
     try:
-        identity = module_identity(
-            [p for _, p in content], [file_name(p) for _, p in content], files.hlo, max_bytes
-        )
+        identity = _module_identity(files, max_bytes)
     except DumpError as exc:
-        return ParseResult("failed", error=exc)
+        if exc.path != files.proto or not dump_files:
+            return ParseResult("failed", error=exc)
+        files.problems.append(_unused_proto(exc))  # e.g. a corrupt .hlo.pb.gz
+        files.proto = None
+        try:
+            identity = _module_identity(files, max_bytes)
+        except DumpError as again:
+            return ParseResult("failed", error=again)
     digest, nbytes = identity.content_hash, identity.bytes_read
     if digest in known:
         return ParseResult("present", content_hash=digest, bytes_read=nbytes)
@@ -166,10 +189,14 @@ def parse_files(
         if files.proto is not None:
             try:
                 from_proto = proto.parse_proto_file(files.proto, backend)
-            except proto.NoBufferAssignment as exc:
+            except DumpError as exc:
                 if not dump_files:
-                    return ParseResult("skipped", digest, nbytes, error=exc)
-                files.problems.append(exc)
+                    if isinstance(exc, proto.NoBufferAssignment):
+                        return ParseResult("skipped", digest, nbytes, error=exc)
+                    raise
+                # The text beside it is a module of its own: it lands, the proto's
+                # problem is its warning (issue 31: a damaged proto failed both).
+                files.problems.append(_unused_proto(exc))
         if dump_files:
             parsed = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
             parsed.facts["assignment_fingerprint"] = proto.assignment_fingerprint(parsed.tables)
