@@ -150,7 +150,7 @@ def test_a_views_warehouse_cannot_write_its_dataset(samples_db, tmp_path):
         f"EXPLAIN ANALYZE COPY (SELECT 1 AS x) TO '{target}' (USE_TMP_FILE false)",
     ):
         result = run("sql", sql, "--db", views)
-        assert result.exit_code == 2 and "statements are refused" in result.stderr, sql
+        assert result.exit_code == 2 and "refused: the warehouse is sealed" in result.stderr, sql
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     # beside the dataset's folders, DuckDB refuses too
     with connect_sealed(views) as con, pytest.raises(duckdb.PermissionException):

@@ -9,6 +9,7 @@ warehouse of an older schema version upgrades it in place (`upgrade`).
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import re
@@ -18,7 +19,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.errors import SchemaVersionError, WarehouseError, WarehouseLockedError
+from bufferhouse.errors import (
+    QueryError,
+    SchemaVersionError,
+    WarehouseError,
+    WarehouseLockedError,
+)
 from bufferhouse.schema.ids import ModuleIds
 from bufferhouse.schema.tables import MODULE_TABLES, SCHEMA_VERSION
 
@@ -455,8 +461,6 @@ def _dataset_folders(source: str) -> list[str]:
     if "://" in source:
         roots = [source.rstrip("/")]
     else:
-        import glob
-
         roots = [r.rstrip("/") for r in sorted(glob.glob(source)) if os.path.isdir(r)]
     return [
         f"{root}/{t.name}/"
@@ -492,23 +496,24 @@ def require_query(con: duckdb.DuckDBPyConnection, statement) -> None:
     """Refuse a statement that is not a query on a sealed connection (`statement`:
     one of `con.extract_statements`). EXPLAIN ANALYZE runs what it explains, so an
     EXPLAIN is judged by the statement inside it."""
-    from bufferhouse.errors import QueryError
-
     if first_row(con, "SELECT current_setting('enable_external_access')")[0]:
         return  # not sealed (allow_files)
-    kind = statement.type.name
-    if kind == "EXPLAIN":
-        inner = _EXPLAINED.sub("", statement.query, count=1)
-        inner_statements = con.extract_statements(inner) if inner != statement.query else []
-        if len(inner_statements) == 1 and inner_statements[0].type.name in READ_STATEMENTS:
-            return
-        kind = "EXPLAIN of a statement that is not a query"
-    elif kind in READ_STATEMENTS:
+    if statement.type.name in READ_STATEMENTS:
         return
+    what = f"{statement.type.name} statements are"
+    if statement.type.name == "EXPLAIN":
+        inner = _EXPLAINED.sub("", statement.query, count=1)
+        try:
+            inside = con.extract_statements(inner) if inner != statement.query else []
+        except duckdb.Error:
+            inside = []
+        if len(inside) == 1 and inside[0].type.name in READ_STATEMENTS:
+            return
+        what = "EXPLAIN of a statement that is not a query is"
     raise QueryError(
-        f"Permission Error: {kind} statements are refused: the warehouse is sealed, and its "
-        "SQL may only query (SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN), not "
-        "write files or change settings. To read or write your own files, allow it: "
+        f"Permission Error: {what} refused: the warehouse is sealed, and its SQL may only "
+        "query (SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN), not write files "
+        "or change settings. To read or write your own files, allow it: "
         "`bufferhouse sql --allow-files`, or bufferhouse.sql(..., allow_files=True)."
     )
 
