@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -66,13 +67,56 @@ def test_one_process_also_writes_the_largest_module_first(tree, tmp_path):
     assert [size[s] for s in stems] == sorted(size.values(), reverse=True)
 
 
-def test_results_come_in_completion_order(tree):
+#: Longest a held task waits for its gate: a guard against a hang should results come
+#: in submission order (the test then fails), not a timing the test relies on.
+GATE_GUARD = 300.0
+
+
+def _held(gate: str, files):
+    """Parse `files` in a worker once the test opens the FIFO `gate` for writing."""
+    fd = os.open(gate, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while True:  # readable once a writer has come and gone (EOF) or written
+            ready, _, _ = select.select([fd], [], [], GATE_GUARD)
+            if not ready or os.read(fd, 1):
+                break
+    finally:
+        os.close(fd)
+    return workers._work(files)
+
+
+def _gated_pool(gate: Path, stem: str) -> type[ProcessPoolExecutor]:
+    """A real pool in which the module `stem`, the first time it is submitted, is parsed
+    only once the gate opens (a retry goes through)."""
+
+    class GatedPool(ProcessPoolExecutor):
+        held = False
+
+        def submit(self, fn, files):
+            if files.stem == stem and not GatedPool.held:
+                GatedPool.held = True
+                return super().submit(_held, str(gate), files)
+            return super().submit(fn, files)
+
+    return GatedPool
+
+
+def test_results_come_in_completion_order(tree, tmp_path, monkeypatch):
+    """The large module, handed out first, is held in its worker until a small module's
+    result has come back: a result is handed over when it is ready, not in turn."""
     groups = discover([tree])
-    order = [files.stem for files, _ in parse_in_workers(groups, 2, frozenset(), None)]
+    large = groups[-1].stem
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", _gated_pool(gate, large))
+    order = []
+    for files, _ in parse_in_workers(groups, 2, frozenset(), None):
+        order.append(files.stem)
+        if len(order) == 1:
+            with open(gate, "wb") as writer:  # blocks until the held task has it open
+                writer.write(b"go")
     assert sorted(order) == sorted(g.stem for g in groups)  # each module once
-    # Handed out first, the large module is not the first back: the other worker
-    # parsed the small modules while it was parsed.
-    assert order.index(groups[-1].stem) > 0, order
+    assert order[0] != large and large in order, order
 
 
 def _children() -> dict[int, list[int]]:
@@ -93,32 +137,35 @@ def _workers_of(pid: int) -> list[int]:
     return [w for child in children.get(pid, []) for w in children.get(child, [])]
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
-def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path):
+def test_a_worker_killed_mid_ingest_loses_no_module(tree, tmp_path, monkeypatch):
+    """kill -9 of a worker while it parses the large module (held until the kill): the
+    ingest rebuilds its pool and the warehouse equals one made without the kill."""
     clean = tmp_path / "clean.duckdb"
     assert bufferhouse.ingest([tree], db=clean, jobs=2).ok
     want = _snapshot(clean)
 
+    large = discover([tree])[-1].stem
+    gate = tmp_path / "gate"
+    os.mkfifo(gate)
+    killed: list[int] = []
+
+    class KillingPool(_gated_pool(gate, large)):
+        def submit(self, fn, files):
+            future = super().submit(fn, files)
+            if self.held and not killed:
+                # Opening the gate for writing returns once the large module's task holds
+                # it open in a worker: it is being parsed. Kill every worker, unopened.
+                writer = os.open(gate, os.O_WRONLY)
+                for pid in list(self._processes):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                os.close(writer)
+            return future
+
+    monkeypatch.setattr(workers, "ProcessPoolExecutor", KillingPool)
     db = tmp_path / "killed.duckdb"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "bufferhouse.cli", "ingest", str(tree), "-j", "2", "--db", str(db)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    killed = None
-    deadline = time.monotonic() + 60
-    while killed is None and proc.poll() is None and time.monotonic() < deadline:
-        workers = _workers_of(proc.pid)
-        if len(workers) == 2:  # the pool is up and parsing
-            time.sleep(0.2)
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(workers[0], signal.SIGKILL)
-                killed = workers[0]
-        time.sleep(0.01)
-    _, stderr = proc.communicate(timeout=120)
-    assert killed is not None, "the ingest ended before a worker could be killed"
-    assert proc.returncode == 0, stderr
+    report = bufferhouse.ingest([tree], db=db, jobs=2)
+    assert killed and report.ok, [o.error for o in report.failed]
     assert _snapshot(db) == want
     assert check_warehouse(db).ok
 
@@ -280,21 +327,50 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _ingest_with_workers_up(tree: Path, db: Path, **popen) -> tuple[subprocess.Popen, list[int]]:
-    """A `bufferhouse ingest -j 2` process, once both its workers are parsing."""
+    """A `bufferhouse ingest -j 2` process, stopped (SIGSTOP) once both its workers are
+    up and its hand-off directory is noted in /dev/shm: it can then neither finish nor
+    clean up before the test kills it, however fast or slow the machine."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "bufferhouse.cli", "ingest", str(tree), "-j", "2", "--db", str(db)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         **popen,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and proc.poll() is None:
-        if len(_workers_of(proc.pid)) == 2:
-            time.sleep(0.3)  # parsing, and handing off through /dev/shm
+    shm, noted = Path("/dev/shm"), f"bufferhouse-ingest-{proc.pid}-*/semaphores"
+    while proc.poll() is None:
+        if len(_workers_of(proc.pid)) == 2 and (not shm.is_dir() or list(shm.glob(noted))):
+            os.kill(proc.pid, signal.SIGSTOP)
             return proc, _descendants(proc.pid)
-        time.sleep(0.01)
-    proc.kill()
+        time.sleep(0.01)  # a condition polled, not a duration relied on
     pytest.fail("the ingest ended before its workers were up")
+
+
+#: Longest the test waits for processes that should exit: a guard against a hang, far
+#: beyond the second they take (they wait on a pidfd of the ingest).
+EXIT_GUARD = 300.0
+
+
+def _wait_for_exit(pids: list[int]) -> list[int]:
+    """Wait until every process of `pids` has exited (on pidfds: no polling); those
+    still alive after EXIT_GUARD."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue  # gone already
+        except (AttributeError, OSError):  # no pidfds here: poll
+            end = time.monotonic() + EXIT_GUARD
+            while time.monotonic() < end and any(map(handoff.alive, pids)):
+                time.sleep(0.05)
+            break
+    try:
+        for fd in fds:
+            select.select([fd], [], [], EXIT_GUARD)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return [p for p in pids if handoff.alive(p)]
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")
@@ -305,12 +381,7 @@ def test_workers_die_within_seconds_of_a_killed_ingest(tree, tmp_path):
     assert len(below) >= 3  # fork server, two workers (and the resource tracker)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = (
-        time.monotonic() + 20
-    )  # they notice within a second; a loaded machine is slow to reap
-    while time.monotonic() < deadline and any(map(handoff.alive, below)):
-        time.sleep(0.1)
-    assert not [p for p in below if handoff.alive(p)], "processes outlived the ingest"
+    assert not _wait_for_exit(below), "processes outlived the ingest"
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the workers through /proc")

@@ -26,7 +26,12 @@ from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
 from bufferhouse.parse.discover import LogFile, ModuleFiles, discover, discover_logs
-from bufferhouse.schema.warehouse import database_path, ensure_schema, open_connection
+from bufferhouse.schema.warehouse import (
+    database_path,
+    discard_new_warehouse,
+    ensure_schema,
+    open_connection,
+)
 from bufferhouse.version import __version__
 
 Progress = Callable[[ModuleOutcome, int, int], None]
@@ -111,6 +116,7 @@ def ingest_paths(
     if not groups and not os.path.exists(path):
         # Nothing to read: no empty warehouse is left behind (the CLI says nothing was found).
         return IngestReport(path, new_run_id(), seconds=time.monotonic() - started)
+    created = not os.path.exists(path)
     con = open_connection(path, read_only=False, wait=wait)
     try:
         ensure_schema(con, path)
@@ -131,7 +137,7 @@ def ingest_paths(
         # batch: 2.9). The log may grow to CHECKPOINT_LOG before it is folded in, and the
         # last of it is folded in when the ingest closes the warehouse.
         con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_LOG}'")
-        return ingest_into(
+        report = ingest_into(
             writer,
             groups,
             path,
@@ -147,6 +153,11 @@ def ingest_paths(
         ) from None
     finally:
         con.close()
+    if created and not report.outcomes:
+        # Only logs without OOM messages: nothing found, and no warehouse left behind
+        # for it (issue 31), as when nothing is found at all.
+        discard_new_warehouse(path)
+    return report
 
 
 def run_batches(

@@ -124,6 +124,18 @@ def parse_log(log: LogFile) -> ParseResult:
     return ParseResult("events", bytes_read=events.bytes_read, events=events)
 
 
+def _unused_proto(exc: DumpError) -> DumpError:
+    """A proto that cannot be read beside a text dump: the warning the module carries."""
+    if isinstance(exc, proto.NoBufferAssignment):
+        return exc
+    return DumpError(
+        exc.path,
+        exc.line,
+        f"{exc.message} (the text dump beside it is loaded without it)",
+        exc.text,
+    )
+
+
 def parse_files(
     files: ModuleFiles | LogFile,
     known: Container[str] = frozenset(),
@@ -146,10 +158,18 @@ def parse_files(
         return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
     if files.problems and files.buffer_assignment is None and files.proto is None:
         return ParseResult("failed", error=files.problems[0])
+    dump_files = files.dump_files()
     try:
         identity = _identify(files, max_bytes)
     except DumpError as exc:
-        return ParseResult("failed", error=exc)
+        if exc.path != files.proto or not dump_files:
+            return ParseResult("failed", error=exc)
+        files.problems.append(_unused_proto(exc))  # e.g. a corrupt .hlo.pb.gz
+        files.proto = None
+        try:
+            identity = _identify(files, max_bytes)
+        except DumpError as again:
+            return ParseResult("failed", error=again)
     digest, nbytes = identity.content_hash, identity.bytes_read
     if digest in known:
         return ParseResult("present", content_hash=digest, bytes_read=nbytes)
@@ -211,10 +231,15 @@ def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
     if files.proto is not None:
         try:
             from_proto = proto.parse_proto_file(files.proto)
-        except proto.NoBufferAssignment as exc:
-            files.problems.append(exc)
+        except DumpError as exc:
             if not dump_files:
-                return None
+                if isinstance(exc, proto.NoBufferAssignment):
+                    files.problems.append(exc)
+                    return None
+                raise
+            # The text beside it is a module of its own: it lands, the proto's problem
+            # is its warning (a damaged proto used to fail both).
+            files.problems.append(_unused_proto(exc))
     if not dump_files:
         return from_proto
     text = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)

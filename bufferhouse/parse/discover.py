@@ -15,13 +15,19 @@ their first bytes.
 
 from __future__ import annotations
 
-import gzip
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
-from bufferhouse.parse.reader import log_members
+from bufferhouse.parse.reader import (
+    READ_ERRORS,
+    describe,
+    log_members,
+    open_dump,
+    require_regular,
+    unreadable,
+)
 
 #: File-name suffix (without .gz) -> role of the file in its module.
 SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -92,56 +98,87 @@ def _is_xplane(name: str) -> bool:
     return name.endswith((".xplane.pb", ".xplane.pb.gz"))
 
 
+def _head(path: str, size: int) -> bytes:
+    """The first `size` bytes (decompressed), or the located error that reading met: a
+    corrupt .gz, a file that cannot be read, a FIFO (never opened)."""
+    try:
+        with open_dump(path) as f:
+            return f.read(size)
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc) from None
+
+
 def _looks_like_buffer_assignment(path: str) -> bool:
     """Sniff the first bytes, so renamed dumps (e.g. `000_abc.txt`) are found too."""
-    try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as f:
-                head = f.read(64)
-        else:
-            with open(path, "rb") as f:
-                head = f.read(64)
-    except (OSError, EOFError, gzip.BadGzipFile):
-        return False
+    head = _head(path, 64)
     return head.lstrip(b"\xef\xbb\xbf \r\n").startswith(_MAGIC)
 
 
 def _looks_like_log(path: str) -> bool:
     """A log of `--xla_dump_to=-` output: files wrapped in `*** Begin NAME ***` lines."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
+    head = _head(path, 4096)
     return head.startswith(b"*** Begin ") or b"\n*** Begin " in head
 
 
-def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
-    """All files under root, following directory links once (symlink loops end)."""
-    try:
-        st = os.stat(root)
-    except OSError:
-        return
-    key = (st.st_dev, st.st_ino)
-    if key in seen:
-        return
-    seen.add(key)
-    try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
-    except OSError:
-        return
-    for entry in entries:
+def _read_here(name: str) -> bool:
+    """A name discovery reads (a dump's, a log's, a proto's): an unreadable or
+    irregular file so named is reported, any other is passed over as not ours."""
+    base = name[:-3] if name.endswith(".gz") else name
+    return _role_of(name) is not None or base.endswith((*LOG_SUFFIXES, ".pb"))
+
+
+def _walk(
+    root: str, seen: set[tuple[int, int]], problems: list[DumpError] | None = None
+) -> Iterator[str]:
+    """All files under root, following directory links once (symlink loops end).
+
+    Depth-first with a stack of its own, not recursion: a tree thousands of directories
+    deep is walked (issue 31: RecursionError). A directory that cannot be listed, and
+    a FIFO, socket or device with a name discovery reads, are added to `problems`
+    (never opened: a FIFO would block discovery forever)."""
+    stack: list[Iterator[os.DirEntry[str]]] = []
+
+    def enter(path: str) -> None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            return
+        seen.add(key)
+        try:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if problems is not None:
+                problems.append(DumpError(path, 0, f"cannot list directory: {describe(exc)}"))
+            return
+        stack.append(iter(entries))
+
+    enter(root)
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
         try:
             if entry.is_dir(follow_symlinks=True):
-                yield from _walk(entry.path, seen)
+                enter(entry.path)
                 continue
             is_file = entry.is_file(follow_symlinks=True)
+            exists = is_file or os.path.exists(entry.path)
         except OSError:  # e.g. a link that points at itself
-            is_file = False
-        if is_file or entry.is_symlink():
+            is_file, exists = False, False
+        if is_file or (entry.is_symlink() and not exists):
             # Links to nothing are yielded too: if the name is a dump's, reading it
             # fails with a message naming it instead of the module vanishing silently.
             yield entry.path
+        elif exists and problems is not None and _read_here(entry.name):
+            try:
+                require_regular(entry.path)
+            except OSError as exc:
+                problems.append(unreadable(entry.path, exc))
 
 
 def _identity(path: str) -> object:
@@ -181,10 +218,11 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
     missing: list[ModuleFiles] = []
     candidates: list[tuple[str, bool]] = []  # (path, given explicitly)
     seen_dirs: set[tuple[int, int]] = set()
+    problems: list[DumpError] = []
     for raw in paths:
         path = os.path.abspath(os.fspath(raw))
         if os.path.isdir(path):
-            candidates.extend((p, False) for p in _walk(path, seen_dirs))
+            candidates.extend((p, False) for p in _walk(path, seen_dirs, problems))
         elif os.path.exists(path):
             candidates.append((path, True))
             candidates.extend((p, False) for p in _siblings(path))
@@ -210,10 +248,18 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             base = name[:-3] if name.endswith(".gz") else name
             if base.endswith(".txt"):
                 hlo_names.setdefault(directory, set()).add(name)
-            if not (explicit or base.endswith((".txt", ".log"))):
+            if not (explicit or base.endswith(LOG_SUFFIXES)):
                 continue
-            if not _looks_like_buffer_assignment(path):
-                if not path.endswith(".gz") and _looks_like_log(path):
+            try:
+                is_dump = _looks_like_buffer_assignment(path)
+                is_log = not is_dump and not path.endswith(".gz") and _looks_like_log(path)
+            except DumpError as exc:  # reported here, once: discover_logs passes it over
+                problems.append(exc)
+                continue
+            if not base.endswith((".txt", ".log")) and not explicit:
+                continue  # .out, .err: only read to see that they can be, for discover_logs
+            if not is_dump:
+                if is_log:
                     _add_log_members(path, groups, log_hlo)
                     continue
                 # Not a dump: discover_logs scans it for OOM messages, and says so
@@ -255,7 +301,15 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
                 DumpError(first, 0, f"no {stem}-buffer-assignment.txt beside this file")
             )
     ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
-    return missing + ordered
+    reported = {p.path: p for p in problems}  # a file given by name inside a tree given too
+    return missing + [_problem_group(p) for p in reported.values()] + ordered
+
+
+def _problem_group(problem: DumpError) -> ModuleFiles:
+    """A file or directory that cannot be read, as a failed group saying so."""
+    mf = ModuleFiles(os.path.dirname(problem.path), os.path.basename(problem.path))
+    mf.problems.append(problem)
+    return mf
 
 
 def _xplane_modules(path: str) -> list[ModuleFiles]:
@@ -373,11 +427,14 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
             if real in seen_files:
                 continue
             seen_files.add(real)
-            other_use = (
-                _role_of(name) is not None
-                or _looks_like_buffer_assignment(candidate)
-                or (not candidate.endswith(".gz") and _looks_like_log(candidate))
-            )
+            try:
+                other_use = (
+                    _role_of(name) is not None
+                    or _looks_like_buffer_assignment(candidate)
+                    or (not candidate.endswith(".gz") and _looks_like_log(candidate))
+                )
+            except DumpError:
+                continue  # discover() reports it
             logs.append(LogFile(candidate, explicit=explicit and not other_use))
     return sorted(logs, key=lambda log: log.path)
 

@@ -6,10 +6,12 @@ expands past the size limit.
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
 import os
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,6 +74,32 @@ def file_name(path: str) -> str:
     return member[3] if member else os.path.basename(path)
 
 
+def require_regular(path: str) -> None:
+    """Raise OSError unless `path` is a regular file (after links): a FIFO is never
+    opened (open() would wait for a writer forever), nor a socket or device."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a directory"
+            if stat.S_ISDIR(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+        )
+        raise OSError(errno.EINVAL, f"not a regular file ({kind}); not read")
+
+
+def unreadable(path: str, exc: BaseException, line: int = 0) -> DumpError:
+    """The located error for a library exception met reading `path` (OSError, zlib...)."""
+    return DumpError(path, line, f"cannot read file: {describe(exc)}")
+
+
+#: What reading a file, plain or gzipped, may raise besides our own errors.
+READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile)
+
+
 def open_dump(path: str):
     """The file as a binary stream: plain, .gz, or a member of a stdout log."""
     member = split_member(path)
@@ -84,6 +112,7 @@ def open_dump(path: str):
             f.close()
             raise
         return io.BufferedReader(_Member(f, length), CHUNK)
+    require_regular(path)
     if path.endswith(".gz"):
         return gzip.open(path, "rb")
     return open(path, "rb")
@@ -180,13 +209,14 @@ def _feed(h, path: str, name: str, total: int, max_bytes: int | None) -> int:
                         path, 0, f"more than --max-bytes {max_bytes} bytes of text; skipped"
                     )
                 h.update(chunk)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DumpError(path, 0, f"cannot read file: {_describe(exc)}") from None
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc) from None
     h.update(b"\0")
     return total
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
+    """A library exception met reading a file, in words (the path is said elsewhere)."""
     if isinstance(exc, EOFError):
         return "compressed file ends before the end-of-stream marker (truncated .gz)"
     if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
@@ -232,8 +262,8 @@ def read_blocks(path: str) -> Iterator[tuple[int, str]]:
             if rest:
                 text = _decode(path, rest, lineno - 1)
                 yield lineno, text[:-1] if text.endswith("\r") else text
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DumpError(path, lineno, f"cannot read file: {_describe(exc)}") from None
+    except READ_ERRORS as exc:
+        raise unreadable(path, exc, lineno) from None
 
 
 def read_lines(path: str) -> Iterator[tuple[int, str]]:

@@ -79,6 +79,7 @@ from bufferhouse.queries.selector import (
     selector_macro_sql,
 )
 from bufferhouse.schema import quote_identifier, sql_string
+from bufferhouse.schema.warehouse import require_query
 
 __all__ = [
     "INTEGER_RANGES",
@@ -480,6 +481,7 @@ def run_sql(
             f"the SQL holds {len(statements)} statements; give one at a time (a result "
             "is one table, and only the last would be shown)"
         )
+    require_query(con, statements[0])
     try:
         relation = con.sql(sql, params=params) if params else con.sql(sql)
         if relation is None:  # a statement without a result

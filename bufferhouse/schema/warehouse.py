@@ -9,6 +9,7 @@ warehouse of an older schema version upgrades it in place (`upgrade`).
 from __future__ import annotations
 
 import contextlib
+import glob
 import logging
 import os
 import re
@@ -18,7 +19,12 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.errors import SchemaVersionError, WarehouseError, WarehouseLockedError
+from bufferhouse.errors import (
+    QueryError,
+    SchemaVersionError,
+    WarehouseError,
+    WarehouseLockedError,
+)
 from bufferhouse.schema.ids import ModuleIds
 from bufferhouse.schema.tables import MODULE_TABLES, SCHEMA_VERSION
 
@@ -71,6 +77,27 @@ def _remove_if_unused(path: str) -> None:
         os.close(fd)
 
 
+def discard_new_warehouse(path: str) -> None:
+    """Remove a warehouse this process created and closed with nothing in it, unless
+    another process has opened it since (DuckDB holds an fcntl lock on an open file)."""
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return
+    try:
+        if os.name == "posix":
+            import fcntl
+
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        for leftover in (path, path + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+    except OSError:
+        pass  # opened by someone since: theirs now
+    finally:
+        os.close(fd)
+
+
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc)
     return "Could not set lock" in text or "Conflicting lock" in text
@@ -96,14 +123,8 @@ def _lock_message(path: str, exc: Exception, waited: float, read_only: bool = Fa
     )
 
 
-def open_connection(
-    db: str | os.PathLike[str] | None = None,
-    *,
-    read_only: bool = True,
-    wait: float = 0.0,
-) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse, waiting up to `wait` seconds for a conflicting lock."""
-    path = os.fspath(db) if db is not None else default_db()
+def _check_openable(path: str, read_only: bool) -> None:
+    """Refuse a missing file (to read) or an empty one; remove an empty, unused one (to write)."""
     if read_only and not os.path.exists(path):
         raise WarehouseError(
             f"no warehouse at {path}: run 'bufferhouse ingest DUMPS --db {path}' first"
@@ -117,6 +138,17 @@ def open_connection(
                 f"run 'bufferhouse ingest DUMPS --db {path}'"
             )
         _remove_if_unused(path)
+
+
+def open_connection(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = True,
+    wait: float = 0.0,
+) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse, waiting up to `wait` seconds for a conflicting lock."""
+    path = os.fspath(db) if db is not None else default_db()
+    _check_openable(path, read_only)
     config = (
         {}
         if read_only
@@ -148,8 +180,6 @@ def open_connection(
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.01)))
             delay = min(delay * 2, 1.0)
     # No progress bar: DuckDB draws it on stdout, into the data a query writes there.
-    # A sealed connection (connect_sealed) locks the configuration of the database
-    # this process holds open; a later connection to it keeps DuckDB's default.
     with contextlib.suppress(duckdb.InvalidInputException):
         con.execute("SET enable_progress_bar = false")
     return con
@@ -386,10 +416,15 @@ SEALED_SETTINGS = (
     ("enable_external_access", "false"),
     ("autoinstall_known_extensions", "false"),
     ("autoload_known_extensions", "false"),
+    ("enable_progress_bar", "false"),
     ("lock_configuration", "true"),
 )
 #: schema_info key of a warehouse of views over a Parquet dataset (export.attach).
 ATTACHED_KEY = "attached_from"
+#: What SQL on a sealed connection may be (issue 31): a query. Anything else may write
+#: (COPY, EXPORT, ATTACH, INSTALL) or change settings, and the folders a views
+#: warehouse reads are readable and writable to DuckDB alike.
+READ_STATEMENTS = ("SELECT",)
 
 
 def connect_sealed(
@@ -397,43 +432,127 @@ def connect_sealed(
 ) -> duckdb.DuckDBPyConnection:
     """A read-only connection for SQL someone types (`sql`, `query`, the report).
 
-    External access is off and the configuration locked (SEALED_SETTINGS), so
-    `COPY ... TO`, `read_text`, `INSTALL` and the like fail with DuckDB's
-    Permission Error. A warehouse of views over a local Parquet dataset may still
-    read that dataset (and only it); over a dataset at a URL, external access stays
-    on (its extension reads the network). `allow_files` leaves DuckDB's defaults: the SQL
-    may then read and write any file the user can, as the duckdb shell does.
+    The seal is decided here, by the command, never by the file (issue 31): a fresh
+    in-memory DuckDB attaches the warehouse read-only and is sealed (SEALED_SETTINGS)
+    before any of its SQL runs, so `COPY ... TO`, `read_text`, `INSTALL` and the like
+    fail with DuckDB's Permission Error, whatever the file says. A warehouse of views
+    over a Parquet dataset (`attached_from`) may read the dataset's table folders and
+    nothing else; `require_query` keeps the SQL from writing there. Each call is an
+    instance of its own, so no configuration of another connection is changed.
+    `allow_files` leaves DuckDB's defaults: the SQL may then read and write any file the
+    user can, as the duckdb shell does.
     """
     path = os.fspath(db) if db is not None else default_db()
-    con = connect(path, read_only=True)
     if allow_files:
-        return con
+        return connect(path, read_only=True)
+    _check_openable(path, read_only=True)
+    con = duckdb.connect(":memory:")
     try:
-        row = first_row(con, "SELECT value FROM schema_info WHERE key = ?", [ATTACHED_KEY])
-        remote = row is not None and "://" in row[0]
-        if row is not None and not remote:
-            con.execute("SET allowed_directories = ?", [[_dataset_root(row[0])]])
-        for name, value in SEALED_SETTINGS:
-            # Views over a dataset at a URL read it through an extension (httpfs) and the
-            # network: external access and extension loading stay on for them (untested
-            # here: no network), the rest is sealed.
-            if remote and name in ("enable_external_access", "autoload_known_extensions"):
-                continue
-            con.execute(f"SET {name} = {value}")
-    except Exception:
+        name = _catalog_name(path)
+        try:
+            con.execute(f"ATTACH {_quoted(path)} AS {name} (READ_ONLY)")
+        except duckdb.Error as exc:
+            if _is_lock_error(exc):
+                raise WarehouseLockedError(_lock_message(path, exc, 0.0, True)) from None
+            raise WarehouseError(f"cannot open warehouse {path}: {exc}") from None
+        con.execute(f"USE {name}")
+        check_version(con, path)
+        _seal(con, path, _attached_from(con))
+    except BaseException:
         con.close()
         raise
     return con
 
 
-def _dataset_root(source: str) -> str:
-    """The directory (or URL prefix) a dataset's files are under: `source` up to its
-    first glob character, as a directory."""
-    cut = min([i for i, c in enumerate(source) if c in "*?[{"] or [len(source)])
-    root = source[:cut]
-    if cut < len(source):
-        root = root.rsplit("/", 1)[0]
-    return root.rstrip("/") + "/"
+def _seal(con: duckdb.DuckDBPyConnection, path: str, attached_from: str | None) -> None:
+    """Configure and lock `con` (the one place the seal is set). A views warehouse's
+    stored source is not trusted: only folders named after the warehouse's tables,
+    under it, are readable."""
+    if attached_from is not None:
+        folders = _dataset_folders(attached_from)
+        if not folders:
+            raise WarehouseError(
+                f"{path} holds views over {attached_from!r}, which is not a bufferhouse "
+                "Parquet dataset (none of its table folders is there); attach the dataset "
+                "again with 'bufferhouse attach DATASET --db FILE'"
+            )
+        if "://" in attached_from:
+            with contextlib.suppress(duckdb.Error):  # reads the URL; not autoloaded once sealed
+                con.execute("LOAD httpfs")
+        con.execute("SET allowed_directories = ?", [folders])
+    for name, value in SEALED_SETTINGS:
+        con.execute(f"SET {name} = {value}")
+
+
+def _dataset_folders(source: str) -> list[str]:
+    """The table folders (`DATASET/modules/`, ...) of every dataset `source` names: a
+    directory, a glob of several, or a URL (taken as given: it cannot be listed)."""
+    from bufferhouse.schema.tables import TABLES
+
+    if "://" in source:
+        roots = [source.rstrip("/")]
+    else:
+        roots = [r.rstrip("/") for r in sorted(glob.glob(source)) if os.path.isdir(r)]
+    return [
+        f"{root}/{t.name}/"
+        for root in roots
+        for t in TABLES
+        if "://" in root or os.path.isdir(f"{root}/{t.name}")
+    ]
+
+
+def _attached_from(con: duckdb.DuckDBPyConnection) -> str | None:
+    row = first_row(con, "SELECT value FROM schema_info WHERE key = ?", [ATTACHED_KEY])
+    return None if row is None else row[0]
+
+
+def _catalog_name(path: str) -> str:
+    """The name DuckDB gives a file it opens (its stem), quoted; a reserved one
+    (memory, temp, system) becomes `warehouse`."""
+    from bufferhouse.schema import quote_identifier
+
+    stem = Path(path).stem or "warehouse"
+    if stem.lower() in ("memory", "temp", "system", "main"):
+        stem = "warehouse"
+    return quote_identifier(stem)
+
+
+def _quoted(text: str) -> str:
+    from bufferhouse.schema import sql_string
+
+    return sql_string(text)
+
+
+def require_query(con: duckdb.DuckDBPyConnection, statement) -> None:
+    """Refuse a statement that is not a query on a sealed connection (`statement`:
+    one of `con.extract_statements`). EXPLAIN ANALYZE runs what it explains, so an
+    EXPLAIN is judged by the statement inside it."""
+    if first_row(con, "SELECT current_setting('enable_external_access')")[0]:
+        return  # not sealed (allow_files)
+    if statement.type.name in READ_STATEMENTS:
+        return
+    what = f"{statement.type.name} statements are"
+    if statement.type.name == "EXPLAIN":
+        inner = _EXPLAINED.sub("", statement.query, count=1)
+        try:
+            inside = con.extract_statements(inner) if inner != statement.query else []
+        except duckdb.Error:
+            inside = []
+        if len(inside) == 1 and inside[0].type.name in READ_STATEMENTS:
+            return
+        what = "EXPLAIN of a statement that is not a query is"
+    raise QueryError(
+        f"Permission Error: {what} refused: the warehouse is sealed, and its SQL may only "
+        "query (SELECT, FROM, WITH, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN), not write files "
+        "or change settings. To read or write your own files, allow it: "
+        "`bufferhouse sql --allow-files`, or bufferhouse.sql(..., allow_files=True)."
+    )
+
+
+_EXPLAINED = re.compile(
+    r"^(?:\s|--[^\n]*\n|/\*.*?\*/)*EXPLAIN\s+(?:\([^)]*\)\s*)?(?:ANALY[SZ]E\b\s*)?",
+    re.IGNORECASE | re.DOTALL,
+)
 
 
 def database_path(db: str | os.PathLike[str] | None) -> str:

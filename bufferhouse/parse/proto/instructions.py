@@ -84,35 +84,46 @@ def flatten_schedule(module, entry, instr_by_id, where: str) -> list[str] | None
     seqs = module.schedule.sequences
     if not seqs:
         return None
-    comps = {c.id: c for c in module.computations}
-    order: list[str] = []
-    done: set[int] = set()
-
-    def flatten(cid: int) -> None:
-        if cid in done or cid not in seqs:
-            return
-        done.add(cid)
-        for iid in seqs[cid].instruction_ids:
-            ins = instr_by_id.get(iid)
-            if ins is None:
-                raise ParseError(
-                    where,
-                    0,
-                    f"hlo_module.schedule.sequences[{cid}]: instruction id {iid} is not in hlo_module",
-                )
-            if ins.opcode in _FLATTEN_CALLS:
-                for c in ins.called_computation_ids:
-                    flatten(c)
-            elif ins.opcode == "while":
-                calls = list(ins.called_computation_ids)
-                # condition first, then body, as HloLiveRange does
-                body, cond = ([*calls, None, None])[:2]
-                for c in (cond, body):
-                    if c is not None:
-                        flatten(c)
-            order.append(ins.name)
-
-    if entry.id not in comps:
+    if entry.id not in {c.id for c in module.computations}:
         return None
-    flatten(entry.id)
+    order: list[str] = []
+    done: set[int] = {entry.id}
+    # A stack of [computation id, position, its instruction's callees, next callee], not
+    # recursion: a call chain thousands deep is a valid module (issue 31: RecursionError).
+    stack: list[list] = [[entry.id, 0, None, 0]]
+    while stack:
+        frame = stack[-1]
+        cid, pos, callees, k = frame
+        ids = seqs[cid].instruction_ids if cid in seqs else ()
+        if pos == len(ids):
+            stack.pop()
+            continue
+        ins = instr_by_id.get(ids[pos])
+        if ins is None:
+            raise ParseError(
+                where,
+                0,
+                f"hlo_module.schedule.sequences[{cid}]: instruction id {ids[pos]} is not in hlo_module",
+            )
+        if callees is None:
+            callees = frame[2] = _callees(ins)
+        if k < len(callees):
+            frame[3] = k + 1
+            c = callees[k]
+            if c is not None and c not in done and c in seqs:
+                done.add(c)
+                stack.append([c, 0, None, 0])
+            continue
+        order.append(ins.name)
+        frame[1:] = [pos + 1, None, 0]
     return order
+
+
+def _callees(ins) -> list[int | None]:
+    """The computations scheduled before `ins`, in HloLiveRange's order."""
+    if ins.opcode in _FLATTEN_CALLS:
+        return list(ins.called_computation_ids)
+    if ins.opcode == "while":
+        body, cond = ([*ins.called_computation_ids, None, None])[:2]
+        return [cond, body]  # condition first, then body
+    return []
