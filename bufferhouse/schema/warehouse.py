@@ -264,28 +264,31 @@ def _add_derived_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _add_xla_peak_bytes(con: duckdb.DuckDBPyConnection) -> None:
-    """3 -> 4: modules.xla_peak_bytes, filled for CPU modules as release 4 did (XLA's static
-    rule, whose home is now bufferhouse.parse.derive.xla; this frozen step keeps what
-    that release wrote). The last step derives the derived tables again. heap_peaks and
-    heap_peak_bytes of modules whose temp allocations hold tuple-shaped values stay as
-    they were: the sweep needs the dumps (re-ingest them; CHANGELOG.md)."""
+    """3 -> 4: modules.xla_peak_bytes, filled for CPU modules by XLA's static rule
+    (schema.rules.static_buffers, the rule ingest applies) over each module's stored
+    rows. heap_peaks and heap_peak_bytes of modules whose temp allocations hold
+    tuple-shaped values stay as they were: the sweep needs the dumps (re-ingest them;
+    CHANGELOG.md)."""
+    from bufferhouse.schema.rules import static_buffers
+
     con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS xla_peak_bytes BIGINT")
-    con.execute(
-        """
-        UPDATE modules SET xla_peak_bytes = coalesce(s.bytes, 0)
-        FROM (
-          SELECT m.module_id, (
-            SELECT sum(largest) FROM (
-              SELECT max(v.size) AS largest
-              FROM allocations AS a
-              JOIN assignments AS v USING (module_id, allocation_index)
-              WHERE a.module_id = m.module_id AND NOT a.is_thread_local
-                AND (a.is_parameter OR a.is_constant OR a.is_maybe_live_out)
-              GROUP BY a.allocation_index)) AS bytes
-          FROM modules AS m WHERE m.backend = 'cpu') AS s
-        WHERE modules.module_id = s.module_id
-        """
-    )
+    cpu = [
+        r[0] for r in con.execute("SELECT module_id FROM modules WHERE backend = 'cpu'").fetchall()
+    ]
+    for module_id in cpu:
+        one = {"id": module_id}
+        allocations = con.sql(
+            "SELECT allocation_index, is_parameter, is_constant, is_maybe_live_out,"
+            " is_thread_local FROM allocations WHERE module_id = $id",
+            params=one,
+        ).to_arrow_table()
+        assignments = con.sql(
+            "SELECT value_id, allocation_index, size FROM assignments WHERE module_id = $id",
+            params=one,
+        ).to_arrow_table()
+        held = static_buffers(allocations, assignments)
+        total = sum(held["size"].to_pylist())
+        con.execute("UPDATE modules SET xla_peak_bytes = ? WHERE module_id = ?", [total, module_id])
 
 
 def _add_proto_columns(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,10 +1,10 @@
-"""XLA's own peak, ComputePeakMemorySizes (xla/service/buffer_assignment.cc): the one
-home of its static rule, for every form a module arrives in.
+"""XLA's own peak, ComputePeakMemorySizes (xla/service/buffer_assignment.cc), for every
+form a module arrives in.
 
-The static part (AllocateStaticBuffers): for each parameter, constant or
-maybe-live-out allocation that is not thread-local, its largest value (not the
-allocation's size), held once. Then every heap-simulator trace is replayed in
-order on one reference-counted heap; the peak is the most at any point.
+The static part (AllocateStaticBuffers, schema/rules.py): for each parameter,
+constant or maybe-live-out allocation that is not thread-local, its largest value
+(not the allocation's size), held once. Then every heap-simulator trace is replayed
+in order on one reference-counted heap; the peak is the most at any point.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from bufferhouse.parse.heapsim import ALLOC, RefCountedHeap
+from bufferhouse.schema.rules import static_buffers
 
-__all__ = ["XlaPeaks", "static_buffers", "xla_peaks"]
+__all__ = ["XlaPeaks", "xla_peaks"]
 
 _KIND = {"ALLOC": 0, "FREE": 1, "SHARE_WITH": 2}
 
@@ -28,29 +28,6 @@ class XlaPeaks:
 
     static_bytes: int
     with_traces: int | None
-
-
-def static_buffers(allocations: pa.Table, assignments: pa.Table) -> pa.Table:
-    """(value_id, size) of the value XLA holds for each static allocation: the largest
-    (lowest value_id on a tie) of each non-thread-local parameter, constant or
-    maybe-live-out allocation."""
-    static = pc.and_(
-        pc.invert(allocations["is_thread_local"]),
-        pc.or_(
-            pc.or_(allocations["is_parameter"], allocations["is_constant"]),
-            allocations["is_maybe_live_out"],
-        ),
-    )
-    wanted = allocations["allocation_index"].filter(static)
-    placed = assignments.filter(pc.is_in(assignments["allocation_index"], value_set=wanted))
-    if placed.num_rows == 0:
-        return pa.table({"value_id": pa.array([], pa.int64()), "size": pa.array([], pa.int64())})
-    placed = placed.sort_by(
-        [("allocation_index", "ascending"), ("size", "descending"), ("value_id", "ascending")]
-    )
-    index = placed["allocation_index"].to_numpy()
-    first = [0] + [i for i in range(1, len(index)) if index[i] != index[i - 1]]
-    return placed.select(["value_id", "size"]).take(pa.array(first, pa.int64()))
 
 
 def xla_peaks(allocations: pa.Table, assignments: pa.Table, heap_events: pa.Table) -> XlaPeaks:

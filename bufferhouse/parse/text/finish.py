@@ -1,11 +1,11 @@
-"""Cross-check a scanned module and derive the warehouse tables from it.
+"""A scanned text module, checked (rules.py) and turned into its Reading.
 
-Checks here are the invariants that XLA's printer guarantees across sections
-(every placed value has a Used values block, the schedule is complete, the
-peak list matches the live ranges...): a break means a cut or edited file and
-raises ParseError with file and line. Work is done on whole Arrow columns;
-Python loops run only over what is small (allocations, distinct shapes,
-distinct instructions, the peak list) or inherently sequential (the heap sweep).
+What links the sections is resolved here: live ranges and the peak list name
+values by (instruction, index), and the peak list must name live values and
+be complete; a break means a cut or edited file and raises ParseError with file
+and line. Work is done on whole Arrow columns; Python loops run only over what
+is small (allocations, distinct shapes, distinct instructions, the peak list).
+The figures that follow from the reading are parse/derive's.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from bufferhouse.parse.derive.heap import sum_exact
 from bufferhouse.parse.model import ERA_FEATURES, Reading, ReadingFacts, Scanned
 from bufferhouse.parse.text import rules
 from bufferhouse.parse.text.columns import (
-    first_true,
     instructions,
     release,
     rows_table,
@@ -83,82 +82,20 @@ def finish(
 ) -> Reading:
     """The module's reading (tables, what it printed, warnings), after the cross-checks.
 
-    `s` is used up: each scanned column is let go as soon as what is derived
-    from it exists, and the steps run in the order that holds the least at once
-    (the heap sweep before the instruction texts are parsed, the values sorted
-    by id only after that), so a large module's text is never held twice.
-    Checks that raise and steps that warn keep their order.
+    `s` is used up: each scanned column is let go as soon as what is built from
+    it exists, and the steps run in the order that holds the least at once (the
+    values sorted by id only after the instruction texts are parsed), so a large
+    module's text is never held twice. The checks are rules.check's; the figures
+    (categories, peaks) are parse/derive's.
     """
     ba_path = s.ba_path
     warnings: list[DumpError] = []
-    if "allocations" not in s.sections:
-        raise ParseError(ba_path, 0, "no 'BufferAssignment:' section found")
     allocs = s.allocs
-    if allocs.num_rows == 0:
-        raise ParseError(
-            ba_path, s.ends.get(ba_path, 0), "no allocation after 'BufferAssignment:' (truncated?)"
-        )
     lr_path = s.lr_path or ba_path
+    used_path = s.used_path or ba_path
+    values = s.values
     # Invariants that XLA's printer guarantees; a break means a cut or edited file.
     rules.check(s)
-    alloc_sum = sum(allocs["size"].to_pylist())
-    if s.total is not None and s.total != alloc_sum:
-        path, line = s.total_line or (ba_path, 0)
-        raise ParseError(
-            path,
-            line,
-            f"'Total bytes used: {s.total}' but the allocations add up to {alloc_sum} "
-            "(allocations missing or file edited?)",
-        )
-    used_path = s.used_path or ba_path
-    values, used = s.values, s.used
-    if used.num_rows:
-        missing = pc.invert(pc.is_in(values["value_id"], value_set=used["value_id"]))
-        first = first_true(missing)
-        if first is not None:
-            raise ParseError(
-                ba_path,
-                values["line"][first].as_py(),
-                f"{pc.sum(missing).as_py()} placed values have no Used values block "
-                f"(first: value {values['value_id'][first].as_py()}); file truncated?",
-            )
-        if "from_instruction" in s.features:
-            first = first_true(pc.is_null(used["text"]))
-            if first is not None:
-                raise ParseError(
-                    used_path,
-                    used["line"][first].as_py(),
-                    f"used value {used['value_id'][first].as_py()} has no ' from instruction:' line",
-                )
-    del used  # finish drops the bulky text column as soon as it has what it needs
-    split = "split" in s.features
-    if not split and s.total is not None and "used_values" not in s.sections:
-        path, line = s.total_line or (ba_path, 0)
-        raise ParseError(
-            path, line, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
-        )
-    if "used_values" not in s.sections:
-        where = s.total_line[0] if s.total_line else ba_path
-        raise ParseError(
-            where,
-            s.ends.get(where, 0),
-            "no 'Used values:' section: the file ends in the BufferAssignment section "
-            "(truncated?), or the -buffer-assignment-values.txt of a split (2026-04+) dump "
-            "is missing",
-        )
-    if not split and "from_instruction" in s.features and "live_range" not in s.sections:
-        raise ParseError(
-            ba_path,
-            s.ends.get(ba_path, 0),
-            "no HloLiveRange section after Used values (truncated?)",
-        )
-    if s.schedule_length is not None and len(s.sequence) != s.schedule_length:
-        raise ParseError(
-            lr_path,
-            s.lr_line,
-            f"InstructionSequence has {len(s.sequence)} steps but 'HloLiveRange (max {s.schedule_length})' "
-            "(file truncated?)",
-        )
 
     # Live ranges name values by (instruction, index); a later entry of the same key wins.
     live = s.live

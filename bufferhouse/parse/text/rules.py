@@ -26,7 +26,95 @@ Break = tuple[str, int, str]
 
 
 def check(s: Scanned) -> None:
-    """Raise ParseError at the first line, in file order, where a rule breaks."""
+    """Raise ParseError where the module breaks a rule: a missing allocation section;
+    then the first line, in file order, where a line rule breaks; then what a whole,
+    uncut module has (totals that add up, a Used values block per placed value, its
+    sections, a complete schedule)."""
+    _present(s)
+    _lines(s)
+    _complete(s)
+
+
+def _present(s: Scanned) -> None:
+    ba_path = s.ba_path
+    if "allocations" not in s.sections:
+        raise ParseError(ba_path, 0, "no 'BufferAssignment:' section found")
+    if s.allocs.num_rows == 0:
+        raise ParseError(
+            ba_path, s.ends.get(ba_path, 0), "no allocation after 'BufferAssignment:' (truncated?)"
+        )
+
+
+def _complete(s: Scanned) -> None:
+    """What a module cut short or edited lacks, in the order the file would have it."""
+    ba_path = s.ba_path
+    alloc_sum = sum(s.allocs["size"].to_pylist())
+    if s.total is not None and s.total != alloc_sum:
+        path, line = s.total_line or (ba_path, 0)
+        raise ParseError(
+            path,
+            line,
+            f"'Total bytes used: {s.total}' but the allocations add up to {alloc_sum} "
+            "(allocations missing or file edited?)",
+        )
+    _used_complete(s)
+    split = "split" in s.features
+    if not split and s.total is not None and "used_values" not in s.sections:
+        path, line = s.total_line or (ba_path, 0)
+        raise ParseError(
+            path, line, "file ends after 'Total bytes used' without 'Used values:' (truncated?)"
+        )
+    if "used_values" not in s.sections:
+        where = s.total_line[0] if s.total_line else ba_path
+        raise ParseError(
+            where,
+            s.ends.get(where, 0),
+            "no 'Used values:' section: the file ends in the BufferAssignment section "
+            "(truncated?), or the -buffer-assignment-values.txt of a split (2026-04+) dump "
+            "is missing",
+        )
+    if not split and "from_instruction" in s.features and "live_range" not in s.sections:
+        raise ParseError(
+            ba_path,
+            s.ends.get(ba_path, 0),
+            "no HloLiveRange section after Used values (truncated?)",
+        )
+    if s.schedule_length is not None and len(s.sequence) != s.schedule_length:
+        raise ParseError(
+            s.lr_path or ba_path,
+            s.lr_line,
+            f"InstructionSequence has {len(s.sequence)} steps but"
+            f" 'HloLiveRange (max {s.schedule_length})' (file truncated?)",
+        )
+
+
+def _used_complete(s: Scanned) -> None:
+    """Every placed value has its Used values block (the other half of _used), each
+    with its ' from instruction:' line where the era prints one."""
+    values, used = s.values, s.used
+    if not used.num_rows:
+        return
+    missing = _np(pc.invert(pc.is_in(values["value_id"], value_set=used["value_id"])))
+    first = _first(missing)
+    if first is not None:
+        raise ParseError(
+            s.ba_path,
+            values["line"][first].as_py(),
+            f"{int(missing.sum())} placed values have no Used values block "
+            f"(first: value {values['value_id'][first].as_py()}); file truncated?",
+        )
+    if "from_instruction" in s.features:
+        first = _first(_np(pc.is_null(used["text"])))
+        if first is not None:
+            raise ParseError(
+                s.used_path or s.ba_path,
+                used["line"][first].as_py(),
+                f"used value {used['value_id'][first].as_py()} has no ' from instruction:' line",
+            )
+
+
+def _lines(s: Scanned) -> None:
+    """Raise ParseError at the first line, in file order, where a line rule breaks."""
     rank = {path: i for i, path in enumerate(s.ends)}
     found = [
         hit
