@@ -12,6 +12,7 @@ memory_analysis()).
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -301,3 +302,44 @@ def test_a_diff_of_text_against_proto_of_the_same_compiles_shows_no_change(tmp_p
     # every figure both forms carry is equal; the logical peak is the text's alone
     deltas = {(row["metric"], row["delta_bytes"]) for row in r.changes.to_pylist()}
     assert {d for m, d in deltas if m != "logical_peak_bytes"} == {0}
+
+
+_FORMS_SCRIPT = r"""
+import json, sys
+import duckdb
+import bufferhouse
+
+trees = json.loads(sys.argv[1])
+out = {"duckdb": duckdb.__version__, "forms": {}}
+for form, (tree, db) in trees.items():
+    bufferhouse.ingest([tree], db=db, jobs=1)
+    figures = bufferhouse.sql(
+        "SELECT module_name, heap_peak_bytes, xla_peak_bytes, total_bytes FROM modules"
+        " ORDER BY module_name", db
+    ).to_pylist()
+    top = bufferhouse.query("top-modules", db=db).to_pylist()
+    out["forms"][form] = {
+        "figures": figures,
+        "top": [[r["module_name"], r["peak_bytes"]] for r in top],
+        "recompiles": bufferhouse.query("recompiles", db=db).num_rows,
+    }
+print(json.dumps(out))
+"""
+
+
+def test_every_form_agrees_on_the_oldest_and_newest_duckdb(tmp_path: Path) -> None:
+    from tests.conftest import pip_target, run_with
+
+    oldest = pip_target("duckdb>=1.4,<1.5", "duckdb-1.4")
+    runs = {}
+    for name, first in (("newest", None), ("oldest", oldest)):
+        trees = {
+            f: [str(_tree(tmp_path / name, f)), str(tmp_path / name / f"{f}.duckdb")] for f in FORMS
+        }
+        runs[name] = run_with([_FORMS_SCRIPT, json.dumps(trees)], tmp_path, first)
+    assert runs["oldest"]["duckdb"].startswith("1.4.")
+    for run in runs.values():
+        forms = run["forms"]
+        assert forms["proto"] == forms["text"] == forms["mixed"]
+        assert len(forms["text"]["top"]) == len(PROGRAMS)
+    assert runs["oldest"]["forms"] == runs["newest"]["forms"]
