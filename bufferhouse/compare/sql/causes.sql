@@ -14,16 +14,19 @@
 -- column head_shape: Shape without layout on the head side; NULL when the value is on the base only.
 -- column base_instruction: A defining instruction on the base side (the first by name).
 -- column head_instruction: A defining instruction on the head side (the first by name).
--- column base_bytes: What the row's values count in the measure on the base side.
--- column head_bytes: What they count on the head side.
+-- column base_bytes: What the row's values count in the measure on the base side; for no-peak, the base figure (NULL when it is the missing one).
+-- column head_bytes: What they count on the head side; for no-peak, the head figure.
 -- note: The rule (docs/diff.md): each side's figure is the sum of its member values' sizes plus a residual. Every value is in one row: paired values add head size minus base size (0 for a side where the value is not a member), and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
 -- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
 WITH measures AS (
-  SELECT unnest($measures) AS measure, generate_subscripts($measures, 1) AS ordinal
+  SELECT
+    unnest($measures) AS measure,
+    generate_subscripts($measures, 1) AS ordinal
 ),
 figures AS (
   SELECT
-    p.pair, p.module_name, p.base_module_id, p.head_module_id, m.measure, m.ordinal,
+    p.pair, p.module_name, p.base_module_id, p.head_module_id,
+    m.measure, m.ordinal,
     CASE m.measure
       WHEN 'total_bytes' THEN b.total_bytes
       WHEN 'heap_peak_bytes' THEN b.heap_peak_bytes
@@ -42,7 +45,9 @@ figures AS (
     ON h.module_id = p.head_module_id
 ),
 known AS (
-  SELECT * FROM figures WHERE base_figure IS NOT NULL AND head_figure IS NOT NULL
+  SELECT *
+  FROM figures
+  WHERE base_figure IS NOT NULL AND head_figure IS NOT NULL
 ),
 vals AS (
   SELECT
@@ -114,21 +119,31 @@ base_only AS (
 classified AS (
   SELECT
     v.*,
-    CAST(coalesce(v.head_bytes, 0) - coalesce(v.base_bytes, 0) AS BIGINT) AS delta,
+    CAST(coalesce(v.head_bytes, 0) - coalesce(v.base_bytes, 0) AS BIGINT)
+      AS delta,
     CASE
       WHEN v.base_bytes IS NOT NULL AND v.head_bytes IS NOT NULL THEN
         CASE
           WHEN v.base_bytes = v.head_bytes THEN NULL
           WHEN v.base_dims IS DISTINCT FROM v.head_dims
-            OR (v.base_type IS NULL AND v.base_shape IS DISTINCT FROM v.head_shape)
+            OR (
+              v.base_type IS NULL
+              AND v.base_shape IS DISTINCT FROM v.head_shape
+            )
             THEN 'shape'
           WHEN v.base_type IS DISTINCT FROM v.head_type THEN 'dtype'
           ELSE 'layout'
         END
       WHEN v.head_bytes IS NOT NULL AND v.base_value_id IS NOT NULL THEN
-        CASE WHEN v.base_category = 'temp' THEN 'longer-live' ELSE 'aliasing-lost' END
+        CASE
+          WHEN v.base_category = 'temp' THEN 'longer-live'
+          ELSE 'aliasing-lost'
+        END
       WHEN v.base_bytes IS NOT NULL AND v.head_value_id IS NOT NULL THEN
-        CASE WHEN v.head_category = 'temp' THEN 'shorter-live' ELSE 'aliasing-gained' END
+        CASE
+          WHEN v.head_category = 'temp' THEN 'shorter-live'
+          ELSE 'aliasing-gained'
+        END
       WHEN v.head_bytes IS NOT NULL THEN
         CASE
           WHEN ho.same_shape THEN 'longer-live'
@@ -144,9 +159,13 @@ classified AS (
     END AS cause
   FROM vals AS v
   LEFT JOIN head_only AS ho
-    ON ho.pair = v.pair AND ho.head_value_id = v.head_value_id AND v.base_value_id IS NULL
+    ON ho.pair = v.pair
+    AND ho.head_value_id = v.head_value_id
+    AND v.base_value_id IS NULL
   LEFT JOIN base_only AS bo
-    ON bo.pair = v.pair AND bo.base_value_id = v.base_value_id AND v.head_value_id IS NULL
+    ON bo.pair = v.pair
+    AND bo.base_value_id = v.base_value_id
+    AND v.head_value_id IS NULL
 ),
 grouped AS (
   SELECT
@@ -168,10 +187,15 @@ residual AS (
   -- membership rule does not list
   SELECT
     f.pair, f.measure,
-    CASE f.measure WHEN 'logical_peak_bytes' THEN 'other' ELSE 'fragmentation' END AS cause,
+    CASE f.measure
+      WHEN 'logical_peak_bytes' THEN 'other'
+      ELSE 'fragmentation'
+    END AS cause,
     CAST(
       (f.head_figure - f.base_figure) - coalesce((
-        SELECT sum(g.bytes) FROM grouped AS g WHERE g.pair = f.pair AND g.measure = f.measure
+        SELECT sum(g.bytes)
+        FROM grouped AS g
+        WHERE g.pair = f.pair AND g.measure = f.measure
       ), 0) AS BIGINT
     ) AS bytes
   FROM known AS f
@@ -184,16 +208,19 @@ no_peak AS (
 rows AS (
   SELECT
     pair, measure, cause, bytes, buffers, matched_by, op_name, source,
-    base_shape, head_shape, base_instruction, head_instruction, base_bytes, head_bytes
+    base_shape, head_shape, base_instruction, head_instruction,
+    base_bytes, head_bytes
   FROM grouped
   UNION ALL
   SELECT
-    pair, measure, cause, bytes, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    pair, measure, cause, bytes, 0,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM residual
   WHERE bytes <> 0
   UNION ALL
   SELECT
-    pair, measure, 'no-peak', NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    pair, measure, 'no-peak', NULL, 0,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL,
     base_figure, head_figure
   FROM no_peak
 )

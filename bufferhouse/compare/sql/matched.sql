@@ -36,18 +36,26 @@ h1 AS (
   WHERE parameter IS NOT NULL
 ),
 m1 AS (
-  SELECT b.pair, b.value_id AS base_value_id, h.value_id AS head_value_id, 'parameter' AS matched_by
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'parameter' AS matched_by
   FROM b1 AS b
   JOIN h1 AS h
     ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
 base1 AS (
   SELECT * FROM base AS b
-  WHERE NOT EXISTS (SELECT 1 FROM m1 WHERE m1.pair = b.pair AND m1.base_value_id = b.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m1 WHERE m1.pair = b.pair AND m1.base_value_id = b.value_id
+  )
 ),
 head1 AS (
   SELECT * FROM head AS h
-  WHERE NOT EXISTS (SELECT 1 FROM m1 WHERE m1.pair = h.pair AND m1.head_value_id = h.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m1 WHERE m1.pair = h.pair AND m1.head_value_id = h.value_id
+  )
 ),
 -- pass 2: op_name and shape
 b2 AS (
@@ -71,34 +79,55 @@ h2 AS (
   WHERE op_name IS NOT NULL
 ),
 m2 AS (
-  SELECT b.pair, b.value_id AS base_value_id, h.value_id AS head_value_id, 'op_name+shape' AS matched_by
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'op_name+shape' AS matched_by
   FROM b2 AS b
   JOIN h2 AS h
-    ON h.pair = b.pair AND h.op_name = b.op_name AND h.shape = b.shape AND h.k = b.k
+    ON h.pair = b.pair
+    AND h.op_name = b.op_name
+    AND h.shape = b.shape
+    AND h.k = b.k
 ),
 base2 AS (
   SELECT * FROM base1 AS b
-  WHERE NOT EXISTS (SELECT 1 FROM m2 WHERE m2.pair = b.pair AND m2.base_value_id = b.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m2 WHERE m2.pair = b.pair AND m2.base_value_id = b.value_id
+  )
 ),
 head2 AS (
   SELECT * FROM head1 AS h
-  WHERE NOT EXISTS (SELECT 1 FROM m2 WHERE m2.pair = h.pair AND m2.head_value_id = h.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m2 WHERE m2.pair = h.pair AND m2.head_value_id = h.value_id
+  )
 ),
--- pass 3: the defining instruction's name and ShapeIndex, unless op_names differ
+-- pass 3: the defining instruction and ShapeIndex, unless op_names differ
 m3 AS (
-  SELECT b.pair, b.value_id AS base_value_id, h.value_id AS head_value_id, 'instruction' AS matched_by
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'instruction' AS matched_by
   FROM base2 AS b
   JOIN head2 AS h
-    ON h.pair = b.pair AND h.instruction = b.instruction AND h.shape_index = b.shape_index
+    ON h.pair = b.pair
+    AND h.instruction = b.instruction
+    AND h.shape_index = b.shape_index
   WHERE b.op_name IS NULL OR h.op_name IS NULL OR b.op_name = h.op_name
 ),
 base3 AS (
   SELECT * FROM base2 AS b
-  WHERE NOT EXISTS (SELECT 1 FROM m3 WHERE m3.pair = b.pair AND m3.base_value_id = b.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m3 WHERE m3.pair = b.pair AND m3.base_value_id = b.value_id
+  )
 ),
 head3 AS (
   SELECT * FROM head2 AS h
-  WHERE NOT EXISTS (SELECT 1 FROM m3 WHERE m3.pair = h.pair AND m3.head_value_id = h.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m3 WHERE m3.pair = h.pair AND m3.head_value_id = h.value_id
+  )
 ),
 -- pass 4: op_name, opcode and ShapeIndex, any shape
 b4 AS (
@@ -122,7 +151,11 @@ h4 AS (
   WHERE op_name IS NOT NULL
 ),
 m4 AS (
-  SELECT b.pair, b.value_id AS base_value_id, h.value_id AS head_value_id, 'op_name' AS matched_by
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'op_name' AS matched_by
   FROM b4 AS b
   JOIN h4 AS h
     ON h.pair = b.pair
@@ -133,11 +166,15 @@ m4 AS (
 ),
 base4 AS (
   SELECT * FROM base3 AS b
-  WHERE NOT EXISTS (SELECT 1 FROM m4 WHERE m4.pair = b.pair AND m4.base_value_id = b.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m4 WHERE m4.pair = b.pair AND m4.base_value_id = b.value_id
+  )
 ),
 head4 AS (
   SELECT * FROM head3 AS h
-  WHERE NOT EXISTS (SELECT 1 FROM m4 WHERE m4.pair = h.pair AND m4.head_value_id = h.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m4 WHERE m4.pair = h.pair AND m4.head_value_id = h.value_id
+  )
 ),
 -- pass 5: values without an op_name, by opcode and shape
 b5 AS (
@@ -161,7 +198,11 @@ h5 AS (
   WHERE op_name IS NULL
 ),
 m5 AS (
-  SELECT b.pair, b.value_id AS base_value_id, h.value_id AS head_value_id, 'opcode+shape' AS matched_by
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'opcode+shape' AS matched_by
   FROM b5 AS b
   JOIN h5 AS h
     ON h.pair = b.pair
@@ -171,11 +212,15 @@ m5 AS (
 ),
 base5 AS (
   SELECT * FROM base4 AS b
-  WHERE NOT EXISTS (SELECT 1 FROM m5 WHERE m5.pair = b.pair AND m5.base_value_id = b.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m5 WHERE m5.pair = b.pair AND m5.base_value_id = b.value_id
+  )
 ),
 head5 AS (
   SELECT * FROM head4 AS h
-  WHERE NOT EXISTS (SELECT 1 FROM m5 WHERE m5.pair = h.pair AND m5.head_value_id = h.value_id)
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m5 WHERE m5.pair = h.pair AND m5.head_value_id = h.value_id
+  )
 ),
 -- pass 6: the entry's results by role, whatever their ops became
 b6 AS (
@@ -199,7 +244,11 @@ h6 AS (
   WHERE category = 'output' AND dims IS NOT NULL
 ),
 m6 AS (
-  SELECT b.pair, b.value_id AS base_value_id, h.value_id AS head_value_id, 'output+dims' AS matched_by
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'output+dims' AS matched_by
   FROM b6 AS b
   JOIN h6 AS h
     ON h.pair = b.pair AND h.dims = b.dims AND h.k = b.k
@@ -223,11 +272,15 @@ UNION ALL
 SELECT b.pair, NULL, b.value_id, NULL
 FROM base AS b
 WHERE NOT EXISTS (
-  SELECT 1 FROM matched AS m WHERE m.pair = b.pair AND m.base_value_id = b.value_id
+  SELECT 1
+  FROM matched AS m
+  WHERE m.pair = b.pair AND m.base_value_id = b.value_id
 )
 UNION ALL
 SELECT h.pair, NULL, NULL, h.value_id
 FROM head AS h
 WHERE NOT EXISTS (
-  SELECT 1 FROM matched AS m WHERE m.pair = h.pair AND m.head_value_id = h.value_id
+  SELECT 1
+  FROM matched AS m
+  WHERE m.pair = h.pair AND m.head_value_id = h.value_id
 )

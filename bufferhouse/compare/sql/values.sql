@@ -18,7 +18,8 @@
 -- column total_member: The value stands for its allocation in total bytes: the largest value (lowest value_id on a tie) of an allocation other than temp; of a temp allocation, each value the heap_peak_buffers rows list in it, or, when none, its largest.
 -- note: total_bytes is the sum of allocation sizes; the members' sizes fall short of it by what packing leaves unused (in a temp allocation) and by values the rule does not list; the causes call that difference fragmentation.
 WITH v AS (
-  SELECT module_id, value_id, instruction, shape_index, shape, element_type, dims
+  SELECT
+    module_id, value_id, instruction, shape_index, shape, element_type, dims
   FROM hlo_values
   WHERE module_id IN (SELECT unnest($ids))
 ),
@@ -49,14 +50,17 @@ placed AS (
     a.module_id, a.value_id, a.allocation_index, a.size, al.category,
     CASE
       WHEN al.is_parameter
-        THEN CAST(al.parameter_number AS VARCHAR) || coalesce(al.parameter_shape_index, '{}')
+        THEN CAST(al.parameter_number AS VARCHAR)
+          || coalesce(al.parameter_shape_index, '{}')
     END AS parameter,
     row_number() OVER (
       PARTITION BY a.module_id, a.allocation_index
       ORDER BY a.size DESC, a.value_id
     ) AS size_rank,
     p.value_id IS NOT NULL AS at_peak,
-    count(p.value_id) OVER (PARTITION BY a.module_id, a.allocation_index) AS peak_count
+    count(p.value_id) OVER (
+      PARTITION BY a.module_id, a.allocation_index
+    ) AS peak_count
   FROM a
   JOIN al
     ON al.module_id = a.module_id AND al.allocation_index = a.allocation_index
