@@ -8,7 +8,8 @@ by jax 0.7.2 (`stacktrace`), so the pair differs as a release upgrade does.
 Each is made once under bench/_work/causes/ (gitignored) and ingested into a
 warehouse of its own there. Then `bufferhouse.diff(base, head)` runs with and
 without `causes=True`, alternated, `--repeat` times each, in this process;
-printed: the median and best wall seconds of each, the causes' rows, and
+printed: the median and best wall seconds of each and the median CPU
+seconds of the process (all its threads), the causes' rows, and
 whether they sum to the change (they must).
 """
 
@@ -62,12 +63,14 @@ def main(argv: list[str] | None = None) -> int:
     base = module("base", "combined", 1, args.mb)
     head = module("head", "stacktrace", 2, args.mb)
     times: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
     result = None
     for _ in range(args.repeat):
         for causes in (False, True):
-            started = time.monotonic()
+            started, cpu_started = time.monotonic(), time.process_time()
             r = bufferhouse.diff(base, head, peak=args.peak, causes=causes)
             times[causes].append(time.monotonic() - started)
+            cpu[causes].append(time.process_time() - cpu_started)
             result = r if causes else result
     assert result is not None and result.causes is not None
     values = {
@@ -75,8 +78,11 @@ def main(argv: list[str] | None = None) -> int:
         for side, db in (("base", base), ("head", head))
     }
     for causes, label in ((False, "diff"), (True, "diff --show causes")):
-        t = times[causes]
-        print(f"{label}: median {statistics.median(t):.2f}s, best {min(t):.2f}s ({len(t)} runs)")
+        t, c = times[causes], cpu[causes]
+        print(
+            f"{label}: wall median {statistics.median(t):.2f}s, best {min(t):.2f}s; "
+            f"CPU median {statistics.median(c):.2f}s ({len(t)} runs)"
+        )
     print(f"values: base {values['base']:,}, head {values['head']:,}")
     print(f"causes: {result.causes.num_rows} rows, exact sums: {exact(result)}")
     return 0

@@ -4,17 +4,44 @@
 -- column matched_by: parameter, op_name+shape, instruction, op_name, opcode+shape or output+dims (see the note); NULL for a value on one side only.
 -- column base_value_id: The value on the base side; NULL for a head-only value.
 -- column head_value_id: The value on the head side; NULL for a base-only value.
--- note: Passes, each over the values the earlier ones left, largest with largest within a key (then by instruction, ShapeIndex, value id): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
+-- note: Passes, each over the values the earlier ones left, largest with largest within a key (then the lower value id first): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
 -- note: Runs on a scratch connection over Arrow tables `pairs`, and `base_values` / `head_values` (the diff-values rows of each side's modules).
-WITH base AS (
-  SELECT p.pair, v.*
+-- note: Each key is compared as one 64-bit hash of its columns (a window or join over one integer is far cheaper than over strings); two keys colliding would be one key, a chance of about n²/2^64 for n values.
+WITH base AS MATERIALIZED (
+  SELECT
+    p.pair,
+    v.value_id,
+    v.size,
+    v.op_name IS NOT NULL AS named,
+    v.category = 'output' AND v.dims IS NOT NULL AS result,
+    hash(v.parameter) AS parameter,
+    v.parameter IS NOT NULL AS is_parameter,
+    hash(v.op_name) AS op,
+    hash(v.op_name, v.shape) AS op_shape,
+    hash(v.instruction, v.shape_index) AS instruction,
+    hash(v.op_name, v.opcode, v.shape_index) AS op_index,
+    hash(v.opcode, v.shape) AS opcode_shape,
+    hash(v.dims) AS dims
   FROM base_values AS v
   JOIN pairs AS p
     ON p.base_module_id = v.module_id
   WHERE p.head_module_id IS NOT NULL
 ),
-head AS (
-  SELECT p.pair, v.*
+head AS MATERIALIZED (
+  SELECT
+    p.pair,
+    v.value_id,
+    v.size,
+    v.op_name IS NOT NULL AS named,
+    v.category = 'output' AND v.dims IS NOT NULL AS result,
+    hash(v.parameter) AS parameter,
+    v.parameter IS NOT NULL AS is_parameter,
+    hash(v.op_name) AS op,
+    hash(v.op_name, v.shape) AS op_shape,
+    hash(v.instruction, v.shape_index) AS instruction,
+    hash(v.op_name, v.opcode, v.shape_index) AS op_index,
+    hash(v.opcode, v.shape) AS opcode_shape,
+    hash(v.dims) AS dims
   FROM head_values AS v
   JOIN pairs AS p
     ON p.head_module_id = v.module_id
@@ -23,19 +50,29 @@ head AS (
 -- pass 1: entry parameters by number and ShapeIndex
 b1 AS (
   SELECT
-    pair, value_id, parameter AS key,
-    row_number() OVER (PARTITION BY pair, parameter ORDER BY value_id) AS k
+    pair,
+    value_id,
+    parameter AS key,
+    row_number() OVER (
+      PARTITION BY pair, parameter
+      ORDER BY size DESC, value_id
+    ) AS k
   FROM base
-  WHERE parameter IS NOT NULL
+  WHERE is_parameter
 ),
 h1 AS (
   SELECT
-    pair, value_id, parameter AS key,
-    row_number() OVER (PARTITION BY pair, parameter ORDER BY value_id) AS k
+    pair,
+    value_id,
+    parameter AS key,
+    row_number() OVER (
+      PARTITION BY pair, parameter
+      ORDER BY size DESC, value_id
+    ) AS k
   FROM head
-  WHERE parameter IS NOT NULL
+  WHERE is_parameter
 ),
-m1 AS (
+m1 AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
@@ -45,40 +82,46 @@ m1 AS (
   JOIN h1 AS h
     ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
-base1 AS (
-  SELECT * FROM base AS b
+base1 AS MATERIALIZED (
+  SELECT *
+  FROM base AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m1 WHERE m1.pair = b.pair AND m1.base_value_id = b.value_id
+    SELECT 1 FROM m1 WHERE m1.pair = x.pair AND m1.base_value_id = x.value_id
   )
 ),
-head1 AS (
-  SELECT * FROM head AS h
+head1 AS MATERIALIZED (
+  SELECT *
+  FROM head AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m1 WHERE m1.pair = h.pair AND m1.head_value_id = h.value_id
+    SELECT 1 FROM m1 WHERE m1.pair = x.pair AND m1.head_value_id = x.value_id
   )
 ),
 -- pass 2: op_name and shape
 b2 AS (
   SELECT
-    pair, value_id, op_name, shape,
+    pair,
+    value_id,
+    op_shape AS key,
     row_number() OVER (
-      PARTITION BY pair, op_name, shape
-      ORDER BY size DESC, instruction, shape_index, value_id
+      PARTITION BY pair, op_shape
+      ORDER BY size DESC, value_id
     ) AS k
   FROM base1
-  WHERE op_name IS NOT NULL
+  WHERE named
 ),
 h2 AS (
   SELECT
-    pair, value_id, op_name, shape,
+    pair,
+    value_id,
+    op_shape AS key,
     row_number() OVER (
-      PARTITION BY pair, op_name, shape
-      ORDER BY size DESC, instruction, shape_index, value_id
+      PARTITION BY pair, op_shape
+      ORDER BY size DESC, value_id
     ) AS k
   FROM head1
-  WHERE op_name IS NOT NULL
+  WHERE named
 ),
-m2 AS (
+m2 AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
@@ -86,25 +129,24 @@ m2 AS (
     'op_name+shape' AS matched_by
   FROM b2 AS b
   JOIN h2 AS h
-    ON h.pair = b.pair
-    AND h.op_name = b.op_name
-    AND h.shape = b.shape
-    AND h.k = b.k
+    ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
-base2 AS (
-  SELECT * FROM base1 AS b
+base2 AS MATERIALIZED (
+  SELECT *
+  FROM base1 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m2 WHERE m2.pair = b.pair AND m2.base_value_id = b.value_id
+    SELECT 1 FROM m2 WHERE m2.pair = x.pair AND m2.base_value_id = x.value_id
   )
 ),
-head2 AS (
-  SELECT * FROM head1 AS h
+head2 AS MATERIALIZED (
+  SELECT *
+  FROM head1 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m2 WHERE m2.pair = h.pair AND m2.head_value_id = h.value_id
+    SELECT 1 FROM m2 WHERE m2.pair = x.pair AND m2.head_value_id = x.value_id
   )
 ),
 -- pass 3: the defining instruction and ShapeIndex, unless op_names differ
-m3 AS (
+m3 AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
@@ -112,45 +154,49 @@ m3 AS (
     'instruction' AS matched_by
   FROM base2 AS b
   JOIN head2 AS h
-    ON h.pair = b.pair
-    AND h.instruction = b.instruction
-    AND h.shape_index = b.shape_index
-  WHERE b.op_name IS NULL OR h.op_name IS NULL OR b.op_name = h.op_name
+    ON h.pair = b.pair AND h.instruction = b.instruction
+  WHERE NOT b.named OR NOT h.named OR b.op = h.op
 ),
-base3 AS (
-  SELECT * FROM base2 AS b
+base3 AS MATERIALIZED (
+  SELECT *
+  FROM base2 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m3 WHERE m3.pair = b.pair AND m3.base_value_id = b.value_id
+    SELECT 1 FROM m3 WHERE m3.pair = x.pair AND m3.base_value_id = x.value_id
   )
 ),
-head3 AS (
-  SELECT * FROM head2 AS h
+head3 AS MATERIALIZED (
+  SELECT *
+  FROM head2 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m3 WHERE m3.pair = h.pair AND m3.head_value_id = h.value_id
+    SELECT 1 FROM m3 WHERE m3.pair = x.pair AND m3.head_value_id = x.value_id
   )
 ),
 -- pass 4: op_name, opcode and ShapeIndex, any shape
 b4 AS (
   SELECT
-    pair, value_id, op_name, opcode, shape_index,
+    pair,
+    value_id,
+    op_index AS key,
     row_number() OVER (
-      PARTITION BY pair, op_name, opcode, shape_index
-      ORDER BY size DESC, instruction, value_id
+      PARTITION BY pair, op_index
+      ORDER BY size DESC, value_id
     ) AS k
   FROM base3
-  WHERE op_name IS NOT NULL
+  WHERE named
 ),
 h4 AS (
   SELECT
-    pair, value_id, op_name, opcode, shape_index,
+    pair,
+    value_id,
+    op_index AS key,
     row_number() OVER (
-      PARTITION BY pair, op_name, opcode, shape_index
-      ORDER BY size DESC, instruction, value_id
+      PARTITION BY pair, op_index
+      ORDER BY size DESC, value_id
     ) AS k
   FROM head3
-  WHERE op_name IS NOT NULL
+  WHERE named
 ),
-m4 AS (
+m4 AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
@@ -158,46 +204,48 @@ m4 AS (
     'op_name' AS matched_by
   FROM b4 AS b
   JOIN h4 AS h
-    ON h.pair = b.pair
-    AND h.op_name = b.op_name
-    AND h.opcode IS NOT DISTINCT FROM b.opcode
-    AND h.shape_index = b.shape_index
-    AND h.k = b.k
+    ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
-base4 AS (
-  SELECT * FROM base3 AS b
+base4 AS MATERIALIZED (
+  SELECT *
+  FROM base3 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m4 WHERE m4.pair = b.pair AND m4.base_value_id = b.value_id
+    SELECT 1 FROM m4 WHERE m4.pair = x.pair AND m4.base_value_id = x.value_id
   )
 ),
-head4 AS (
-  SELECT * FROM head3 AS h
+head4 AS MATERIALIZED (
+  SELECT *
+  FROM head3 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m4 WHERE m4.pair = h.pair AND m4.head_value_id = h.value_id
+    SELECT 1 FROM m4 WHERE m4.pair = x.pair AND m4.head_value_id = x.value_id
   )
 ),
 -- pass 5: values without an op_name, by opcode and shape
 b5 AS (
   SELECT
-    pair, value_id, opcode, shape,
+    pair,
+    value_id,
+    opcode_shape AS key,
     row_number() OVER (
-      PARTITION BY pair, opcode, shape
-      ORDER BY size DESC, instruction, shape_index, value_id
+      PARTITION BY pair, opcode_shape
+      ORDER BY size DESC, value_id
     ) AS k
   FROM base4
-  WHERE op_name IS NULL
+  WHERE NOT named
 ),
 h5 AS (
   SELECT
-    pair, value_id, opcode, shape,
+    pair,
+    value_id,
+    opcode_shape AS key,
     row_number() OVER (
-      PARTITION BY pair, opcode, shape
-      ORDER BY size DESC, instruction, shape_index, value_id
+      PARTITION BY pair, opcode_shape
+      ORDER BY size DESC, value_id
     ) AS k
   FROM head4
-  WHERE op_name IS NULL
+  WHERE NOT named
 ),
-m5 AS (
+m5 AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
@@ -205,45 +253,48 @@ m5 AS (
     'opcode+shape' AS matched_by
   FROM b5 AS b
   JOIN h5 AS h
-    ON h.pair = b.pair
-    AND h.opcode IS NOT DISTINCT FROM b.opcode
-    AND h.shape IS NOT DISTINCT FROM b.shape
-    AND h.k = b.k
+    ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
-base5 AS (
-  SELECT * FROM base4 AS b
+base5 AS MATERIALIZED (
+  SELECT *
+  FROM base4 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m5 WHERE m5.pair = b.pair AND m5.base_value_id = b.value_id
+    SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.base_value_id = x.value_id
   )
 ),
-head5 AS (
-  SELECT * FROM head4 AS h
+head5 AS MATERIALIZED (
+  SELECT *
+  FROM head4 AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m5 WHERE m5.pair = h.pair AND m5.head_value_id = h.value_id
+    SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.head_value_id = x.value_id
   )
 ),
--- pass 6: the entry's results by role, whatever their ops became
+-- pass 6: the entry's results by dimensions, whatever their ops became
 b6 AS (
   SELECT
-    pair, value_id, dims,
+    pair,
+    value_id,
+    dims AS key,
     row_number() OVER (
       PARTITION BY pair, dims
-      ORDER BY size DESC, instruction, shape_index, value_id
+      ORDER BY size DESC, value_id
     ) AS k
   FROM base5
-  WHERE category = 'output' AND dims IS NOT NULL
+  WHERE result
 ),
 h6 AS (
   SELECT
-    pair, value_id, dims,
+    pair,
+    value_id,
+    dims AS key,
     row_number() OVER (
       PARTITION BY pair, dims
-      ORDER BY size DESC, instruction, shape_index, value_id
+      ORDER BY size DESC, value_id
     ) AS k
   FROM head5
-  WHERE category = 'output' AND dims IS NOT NULL
+  WHERE result
 ),
-m6 AS (
+m6 AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
@@ -251,7 +302,7 @@ m6 AS (
     'output+dims' AS matched_by
   FROM b6 AS b
   JOIN h6 AS h
-    ON h.pair = b.pair AND h.dims = b.dims AND h.k = b.k
+    ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
 matched AS (
   SELECT * FROM m1

@@ -45,6 +45,28 @@ peak AS (
   FROM heap_peak_buffers
   WHERE module_id IN (SELECT unnest($ids)) AND category = 'temp'
 ),
+-- per allocation: its largest size, then the lowest value id of that size,
+-- and how many of its values heap_peak_buffers lists (aggregates, not
+-- windows: a window sorts every allocation's values)
+largest AS (
+  SELECT module_id, allocation_index, max(size) AS size
+  FROM a
+  GROUP BY module_id, allocation_index
+),
+rep AS (
+  SELECT a.module_id, a.allocation_index, min(a.value_id) AS value_id
+  FROM a
+  JOIN largest AS l
+    ON l.module_id = a.module_id
+    AND l.allocation_index = a.allocation_index
+    AND l.size = a.size
+  GROUP BY a.module_id, a.allocation_index
+),
+listed AS (
+  SELECT module_id, allocation_index, count(*) AS peak_count
+  FROM peak
+  GROUP BY module_id, allocation_index
+),
 placed AS (
   SELECT
     a.module_id, a.value_id, a.allocation_index, a.size, al.category,
@@ -53,17 +75,18 @@ placed AS (
         THEN CAST(al.parameter_number AS VARCHAR)
           || coalesce(al.parameter_shape_index, '{}')
     END AS parameter,
-    row_number() OVER (
-      PARTITION BY a.module_id, a.allocation_index
-      ORDER BY a.size DESC, a.value_id
-    ) AS size_rank,
+    r.value_id IS NOT NULL AS largest,
     p.value_id IS NOT NULL AS at_peak,
-    count(p.value_id) OVER (
-      PARTITION BY a.module_id, a.allocation_index
-    ) AS peak_count
+    coalesce(n.peak_count, 0) AS peak_count
   FROM a
   JOIN al
     ON al.module_id = a.module_id AND al.allocation_index = a.allocation_index
+  LEFT JOIN rep AS r
+    ON r.module_id = a.module_id
+    AND r.allocation_index = a.allocation_index
+    AND r.value_id = a.value_id
+  LEFT JOIN listed AS n
+    ON n.module_id = a.module_id AND n.allocation_index = a.allocation_index
   LEFT JOIN peak AS p
     ON p.module_id = a.module_id
     AND p.allocation_index = a.allocation_index
@@ -78,14 +101,20 @@ SELECT
   v.element_type,
   v.dims,
   i.opcode,
-  regexp_replace(i.op_name, '(^|/)jit\(main\)/', '\1', 'g') AS op_name,
+  -- jit(main)/ dropped where a scope starts (plain replaces: a regex per
+  -- value costs more than the rest of the row)
+  CASE
+    WHEN starts_with(i.op_name, 'jit(main)/')
+      THEN replace(i.op_name[11:], '/jit(main)/', '/')
+    ELSE replace(i.op_name, '/jit(main)/', '/')
+  END AS op_name,
   i.source_file || ':' || CAST(i.source_line AS VARCHAR) AS source,
   CASE WHEN i.opcode = 'parameter' THEN p.parameter END AS parameter,
   p.allocation_index,
   p.category,
   p.size,
   CASE
-    WHEN p.category <> 'temp' OR p.peak_count = 0 THEN p.size_rank = 1
+    WHEN p.category <> 'temp' OR p.peak_count = 0 THEN p.largest
     ELSE p.at_peak
   END AS total_member
 FROM placed AS p
@@ -93,4 +122,3 @@ JOIN v
   ON v.module_id = p.module_id AND v.value_id = p.value_id
 LEFT JOIN i
   ON i.module_id = v.module_id AND i.instruction = v.instruction
-ORDER BY v.module_id, v.value_id
