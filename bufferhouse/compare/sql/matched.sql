@@ -4,7 +4,7 @@
 -- column matched_by: parameter, op_name+shape, instruction, op_name, opcode+shape or output+dims (see the note); NULL for a value on one side only.
 -- column base_value_id: The value on the base side; NULL for a head-only value.
 -- column head_value_id: The value on the head side; NULL for a base-only value.
--- note: Passes, each over the values the earlier ones left, largest with largest within a key (then the lower value id first): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
+-- note: Passes, each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
 -- note: Runs on a scratch connection over Arrow tables `pairs`, and `base_values` / `head_values` (the diff-values rows of each side's modules).
 -- note: Each key is compared as one 64-bit hash of its columns (a window or join over one integer is far cheaper than over strings); two keys colliding would be one key, a chance of about n²/2^64 for n values.
 WITH base AS MATERIALIZED (
@@ -12,6 +12,7 @@ WITH base AS MATERIALIZED (
     p.pair,
     v.value_id,
     v.size,
+    coalesce(v.total_member, false) AS member,
     v.op_name IS NOT NULL AS named,
     v.category = 'output' AND v.dims IS NOT NULL AS result,
     hash(v.parameter) AS parameter,
@@ -32,6 +33,7 @@ head AS MATERIALIZED (
     p.pair,
     v.value_id,
     v.size,
+    coalesce(v.total_member, false) AS member,
     v.op_name IS NOT NULL AS named,
     v.category = 'output' AND v.dims IS NOT NULL AS result,
     hash(v.parameter) AS parameter,
@@ -55,7 +57,7 @@ b1 AS (
     parameter AS key,
     row_number() OVER (
       PARTITION BY pair, parameter
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM base
   WHERE is_parameter
@@ -67,7 +69,7 @@ h1 AS (
     parameter AS key,
     row_number() OVER (
       PARTITION BY pair, parameter
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM head
   WHERE is_parameter
@@ -104,7 +106,7 @@ b2 AS (
     op_shape AS key,
     row_number() OVER (
       PARTITION BY pair, op_shape
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM base1
   WHERE named
@@ -116,7 +118,7 @@ h2 AS (
     op_shape AS key,
     row_number() OVER (
       PARTITION BY pair, op_shape
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM head1
   WHERE named
@@ -179,7 +181,7 @@ b4 AS (
     op_index AS key,
     row_number() OVER (
       PARTITION BY pair, op_index
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM base3
   WHERE named
@@ -191,7 +193,7 @@ h4 AS (
     op_index AS key,
     row_number() OVER (
       PARTITION BY pair, op_index
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM head3
   WHERE named
@@ -228,7 +230,7 @@ b5 AS (
     opcode_shape AS key,
     row_number() OVER (
       PARTITION BY pair, opcode_shape
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM base4
   WHERE NOT named
@@ -240,7 +242,7 @@ h5 AS (
     opcode_shape AS key,
     row_number() OVER (
       PARTITION BY pair, opcode_shape
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM head4
   WHERE NOT named
@@ -277,7 +279,7 @@ b6 AS (
     dims AS key,
     row_number() OVER (
       PARTITION BY pair, dims
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM base5
   WHERE result
@@ -289,7 +291,7 @@ h6 AS (
     dims AS key,
     row_number() OVER (
       PARTITION BY pair, dims
-      ORDER BY size DESC, value_id
+      ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM head5
   WHERE result
