@@ -10,11 +10,15 @@ import shutil
 from collections import defaultdict
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from click.testing import CliRunner
 
 import bufferhouse
 from bufferhouse.cli import main
+from bufferhouse.compare import statements
 from bufferhouse.compare.causes import CAUSES, measures
 from bufferhouse.errors import DiffError
 from tests.conftest import CORPUS, DATA
@@ -174,3 +178,82 @@ def test_cli_show_causes_and_report(pairs_db):
     assert "Total, summed over the modules: aliasing-lost +1.0 MiB, new-buffer +256.0 KiB" in report
     plain = CliRunner().invoke(main, [*args, "--format", "markdown"]).stdout
     assert "Causes" not in plain
+
+
+def _values(rows: list[tuple]) -> pa.Table:
+    """diff-values rows: (value_id, op_name, element_type, dims, category, size, member)."""
+    out = []
+    for value_id, op, etype, dims, category, size, member in rows:
+        shape = f"{etype}[{','.join(map(str, dims))}]"
+        parameter = "0{}" if category == "parameter" and op is None else None
+        opcode = "parameter" if parameter else "fusion"
+        out.append(
+            {
+                "module_id": 1, "value_id": value_id, "instruction": f"i{value_id}",
+                "shape_index": "{}", "shape": shape, "element_type": etype, "dims": dims,
+                "opcode": opcode, "op_name": op, "source": None, "parameter": parameter,
+                "allocation_index": value_id, "category": category, "size": size,
+                "total_member": member,
+            }
+        )  # fmt: skip
+    return pa.Table.from_pylist(out)
+
+
+def test_rules_on_hand_made_values():
+    """Each rule of diff-causes on one hand-made module pair (total bytes only):
+    the residual is the fragmentation row, and the rows sum to the change."""
+    base = _values(
+        [
+            (1, None, "f32", [8], "parameter", 32, True),
+            (2, "f/dot", "f32", [16, 16], "temp", 1024, True),  # padded more: layout
+            (3, "f/exp", "f32", [4], "temp", 16, True),  # split in two: shape + fusion
+            (4, "f/log", "f32", [8], "temp", 32, True),  # gone
+            (5, "f/out", "f32", [8], "output", 32, True),  # now in the parameter's allocation
+            (6, "f/tmp", "f32", [8], "temp", 32, True),  # no longer live at the peak
+        ]
+    )
+    head = _values(
+        [
+            (11, None, "f32", [8], "parameter", 32, True),
+            (12, "f/dot", "f32", [16, 16], "temp", 2048, True),
+            (13, "f/exp", "f32", [2], "temp", 8, True),
+            (14, "f/exp", "f32", [1, 2], "temp", 8, True),
+            (15, "f/out", "f32", [8], "parameter", 32, False),
+            (16, "f/tmp", "f32", [8], "temp", 32, False),
+        ]
+    )
+    expect = {
+        "layout": 1024,
+        "shape": -8,
+        "fusion": 8,
+        "gone-buffer": -32,
+        "aliasing-gained": -32,
+        "shorter-live": -32,
+        "fragmentation": 100,
+    }
+    base_total, head_total = 5000, 5000 + sum(expect.values())
+    con = duckdb.connect()
+    con.register("pairs", pa.Table.from_pylist(
+        [{"pair": 0, "module_name": "f", "match": "name", "base_module_id": 1, "head_module_id": 1}]
+    ))  # fmt: skip
+    for side, values, total in (("base", base, base_total), ("head", head, head_total)):
+        con.register(f"{side}_values", values)
+        figures = {"module_id": 1, "total_bytes": total}
+        figures |= {"heap_peak_bytes": None, "logical_peak_bytes": None}
+        con.register(f"{side}_modules", pa.Table.from_pylist([figures]))
+        members = values.filter(pc.field("total_member"))
+        con.register(f"{side}_members", pa.table({
+            "module_id": members.column("module_id"),
+            "measure": pa.array(["total_bytes"] * members.num_rows),
+            "value_id": members.column("value_id"),
+            "size": members.column("size"),
+        }))  # fmt: skip
+    matched = statements.run(con, "matched")
+    con.register("matched", matched)
+    by = {r["base_value_id"]: r["matched_by"] for r in matched.to_pylist()}
+    assert by[1] == "parameter" and by[2] == "op_name+shape" and by[4] is None
+    rows = statements.run(con, "causes", measures=["total_bytes"]).to_pylist()
+    assert {r["cause"]: r["bytes"] for r in rows} == expect
+    assert sum(r["bytes"] for r in rows) == head_total - base_total
+    (fusion,) = [r for r in rows if r["cause"] == "fusion"]
+    assert (fusion["op_name"], fusion["base_shape"]) == ("f/exp", None)
