@@ -73,7 +73,7 @@ def _ids(pairs: pa.Table, column: str) -> list[int]:
     both = pc.and_(
         pc.is_valid(pairs.column("base_module_id")), pc.is_valid(pairs.column("head_module_id"))
     )
-    return [i for i in pairs.filter(both).column(column).to_pylist()]
+    return pairs.filter(both).column(column).to_pylist()
 
 
 def _heap_members(con: duckdb.DuckDBPyConnection, ids: list[int]) -> list[pa.Table]:

@@ -266,7 +266,8 @@ def _causes(r: DiffResult, fmt: str, top: int | None, module: Callable[[dict], s
     shown_rows.sort(key=lambda x: -abs(x["bytes"]))
     if not shown_rows:
         if not missing:
-            out.append("No matched module's memory changed.")
+            matched = r.summary()["matched"]
+            out.append("No matched module's memory changed." if matched else "No matched modules.")
         return out
     by_pair = {x["pair"]: x for x in r.modules.to_pylist()}
     shown, hidden = _limited(shown_rows, top)
