@@ -1,10 +1,10 @@
 -- name: diff-matched
 -- description: The values of each module pair, base against head, paired one to one by what survives a recompile; a value on one side only has NULL for the other.
 -- column pair: Pair number (pairs.pair).
--- column matched_by: parameter, op_name+shape, instruction, op_name, opcode+shape or output+dims (see the note); NULL for a value on one side only.
+-- column matched_by: parameter, op_name+shape, instruction, op_name, source+shape, opcode+shape or output+dims (see the note); NULL for a value on one side only.
 -- column base_value_id: The value on the base side; NULL for a head-only value.
 -- column head_value_id: The value on the head side; NULL for a base-only value.
--- note: Passes, each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
+-- note: Passes, each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `source+shape`: the same source line and shape (an op renamed, e.g. by a JAX release); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
 -- note: Runs on a scratch connection over Arrow tables `pairs`, and `base_values` / `head_values` (the diff-values rows of each side's modules).
 -- note: Each key is compared as one 64-bit hash of its columns (a window or join over one integer is far cheaper than over strings); two keys colliding would be one key, a chance of about n²/2^64 for n values.
 WITH base AS MATERIALIZED (
@@ -22,6 +22,8 @@ WITH base AS MATERIALIZED (
     hash(v.instruction, v.shape_index) AS instruction,
     hash(v.op_name, v.opcode, v.shape_index) AS op_index,
     hash(v.opcode, v.shape) AS opcode_shape,
+    v.source IS NOT NULL AS sourced,
+    hash(v.source, v.shape) AS source_shape,
     hash(v.dims) AS dims
   FROM base_values AS v
   JOIN pairs AS p
@@ -43,6 +45,8 @@ head AS MATERIALIZED (
     hash(v.instruction, v.shape_index) AS instruction,
     hash(v.op_name, v.opcode, v.shape_index) AS op_index,
     hash(v.opcode, v.shape) AS opcode_shape,
+    v.source IS NOT NULL AS sourced,
+    hash(v.source, v.shape) AS source_shape,
     hash(v.dims) AS dims
   FROM head_values AS v
   JOIN pairs AS p
@@ -222,6 +226,59 @@ head4 AS MATERIALIZED (
     SELECT 1 FROM m4 WHERE m4.pair = x.pair AND m4.head_value_id = x.value_id
   )
 ),
+-- pass 4s: the same source line and shape, the op renamed
+b4s AS (
+  SELECT
+    pair,
+    value_id,
+    source_shape AS key,
+    row_number() OVER (
+      PARTITION BY pair, source_shape
+      ORDER BY size DESC, member DESC, value_id
+    ) AS k
+  FROM base4
+  WHERE sourced
+),
+h4s AS (
+  SELECT
+    pair,
+    value_id,
+    source_shape AS key,
+    row_number() OVER (
+      PARTITION BY pair, source_shape
+      ORDER BY size DESC, member DESC, value_id
+    ) AS k
+  FROM head4
+  WHERE sourced
+),
+m4s AS MATERIALIZED (
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'source+shape' AS matched_by
+  FROM b4s AS b
+  JOIN h4s AS h
+    ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
+),
+base4s AS MATERIALIZED (
+  SELECT *
+  FROM base4 AS x
+  WHERE NOT EXISTS (
+    SELECT 1
+    FROM m4s
+    WHERE m4s.pair = x.pair AND m4s.base_value_id = x.value_id
+  )
+),
+head4s AS MATERIALIZED (
+  SELECT *
+  FROM head4 AS x
+  WHERE NOT EXISTS (
+    SELECT 1
+    FROM m4s
+    WHERE m4s.pair = x.pair AND m4s.head_value_id = x.value_id
+  )
+),
 -- pass 5: values without an op_name, by opcode and shape
 b5 AS (
   SELECT
@@ -232,7 +289,7 @@ b5 AS (
       PARTITION BY pair, opcode_shape
       ORDER BY size DESC, member DESC, value_id
     ) AS k
-  FROM base4
+  FROM base4s
   WHERE NOT named
 ),
 h5 AS (
@@ -244,7 +301,7 @@ h5 AS (
       PARTITION BY pair, opcode_shape
       ORDER BY size DESC, member DESC, value_id
     ) AS k
-  FROM head4
+  FROM head4s
   WHERE NOT named
 ),
 m5 AS MATERIALIZED (
@@ -259,14 +316,14 @@ m5 AS MATERIALIZED (
 ),
 base5 AS MATERIALIZED (
   SELECT *
-  FROM base4 AS x
+  FROM base4s AS x
   WHERE NOT EXISTS (
     SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.base_value_id = x.value_id
   )
 ),
 head5 AS MATERIALIZED (
   SELECT *
-  FROM head4 AS x
+  FROM head4s AS x
   WHERE NOT EXISTS (
     SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.head_value_id = x.value_id
   )
@@ -314,6 +371,8 @@ matched AS (
   SELECT * FROM m3
   UNION ALL
   SELECT * FROM m4
+  UNION ALL
+  SELECT * FROM m4s
   UNION ALL
   SELECT * FROM m5
   UNION ALL
