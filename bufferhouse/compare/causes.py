@@ -43,7 +43,8 @@ CAUSES = (
     "other",
     "no-peak",
 )
-#: Above this many modules on a side, read the peak buffers in one fleet-wide run.
+#: Above this many modules on a side (and an eighth of its warehouse), read the peak
+#: buffers in one fleet-wide run.
 _PER_MODULE = 4
 _MEMBERS = pa.schema(
     [
@@ -77,12 +78,15 @@ def _ids(pairs: pa.Table, column: str) -> list[int]:
 
 
 def _heap_members(con: duckdb.DuckDBPyConnection, ids: list[int]) -> list[pa.Table]:
-    """The `peak-buffers` rows of each module: module by module for a few, else
-    one fleet-wide run filtered (a run costs about the same for one module or all)."""
+    """The `peak-buffers` rows of each module: module by module, or, when they
+    are many and a good part of the warehouse, one fleet-wide run filtered (on
+    a small warehouse that costs about what one module's run does)."""
     if len(ids) > _PER_MODULE:
-        rows = queries.run(con, "peak-buffers", {"top": ALL_ROWS})
-        rows = rows.filter(pc.is_in(rows.column("module_id"), value_set=pa.array(ids, pa.int64())))
-        return [_member_rows(rows, "heap_peak_bytes")]
+        ((everyone,),) = con.execute("SELECT count(*) FROM modules").fetchall()
+        if len(ids) * 8 >= everyone:
+            rows = queries.run(con, "peak-buffers", {"top": ALL_ROWS})
+            wanted = pc.is_in(rows.column("module_id"), value_set=pa.array(ids, pa.int64()))
+            return [_member_rows(rows.filter(wanted), "heap_peak_bytes")]
     parts = []
     for module_id in ids:
         rows = queries.run(con, "peak-buffers", {"module": str(module_id), "top": ALL_ROWS})
