@@ -11,9 +11,10 @@ A side of a diff is one of
 The parts: `sides` opens the two sides, `match` pairs their modules (by jit
 name, then parameter signature, then instruction mix; see its docstring),
 `gate` holds the CI threshold, `causes` says why each pair changed (every
-byte of the change given a cause; docs/diff.md), `report` writes the text. The comparison SQL is
-in `bufferhouse/compare/sql/*.sql` (documented like the canned queries, read
-by the one loader `queries.sql_files`); values are bound, never spliced.
+byte of the change given a cause; docs/diff.md), `report` writes the text.
+The comparison SQL is in `bufferhouse/compare/sql/*.sql` (documented like the
+canned queries, read by the one loader `queries.sql_files`); values are
+bound, never spliced.
 
 `bufferhouse.diff` (the public API) calls `diff` here.
 """
