@@ -59,8 +59,8 @@ for q in queries.queries():
     out["queries"][q.name] = digest(bufferhouse.query(q.name, db, **params))
 out["sql"] = bufferhouse.sql("SELECT count(*) AS n FROM modules", db).to_pylist()
 if mode == "full":
-    result = bufferhouse.diff(db, db)
-    out["diff"] = [result.failed, result.table("changes").num_rows]
+    result = bufferhouse.diff(db, db, causes=True)
+    out["diff"] = [result.failed, result.table("changes").num_rows, digest(result.causes)]
 print(json.dumps(out))
 """
 

@@ -49,10 +49,17 @@ from bufferhouse.schema.warehouse import ENV_DB
 )
 @click.option(
     "--show",
-    type=click.Choice(["changes", "modules", "buffers", "sources"]),
+    type=click.Choice(["changes", "modules", "buffers", "sources", "causes"]),
     default=None,
     help="Print this result table instead of the report (default for csv/json/parquet: "
-    "changes, or buffers with --module).",
+    "changes, or buffers with --module). causes: why each module changed (docs/diff.md).",
+)
+@click.option(
+    "--causes",
+    "with_causes",
+    is_flag=True,
+    default=False,
+    help="Add the causes of each module's change to the report (implied by --show causes).",
 )
 @click.option(
     "--top",
@@ -71,14 +78,18 @@ from bufferhouse.schema.warehouse import ENV_DB
     help="Parser processes for dump-tree sides (default: all cores).",
 )
 @handle_errors
-def diff_command(base, head, db, module, peak, fail_above, show, top, fmt, output, jobs) -> None:
+def diff_command(
+    base, head, db, module, peak, fail_above, show, with_causes, top, fmt, output, jobs
+) -> None:
     """Compare two runs module by module: what changed in memory, with a CI gate.
 
     A side is a label in --db (jax=0.7.2), a warehouse file, or a dump tree
     (ingested into a temporary warehouse). Modules pair up by jit name, then by
     parameter shapes and instructions where a name has several. The table and
     markdown formats print a report (markdown fits a pull-request comment);
-    csv, json and parquet print one result table (--show). Exit status: 0, 1
+    csv, json and parquet print one result table (--show). --show causes (or
+    --causes in the report) says why: each module's change in total bytes and
+    in the peak split into causes that sum to it. Exit status: 0, 1
     when --fail-above trips, 2 for usage errors.
 
     Example: bufferhouse diff --base jax=0.6.2 --head jax=0.7.2 --fail-above 5% --format markdown
@@ -86,7 +97,14 @@ def diff_command(base, head, db, module, peak, fail_above, show, top, fmt, outpu
     if show in ("buffers", "sources") and module is None:
         raise click.UsageError(f"--show {show} needs --module")
     result = bufferhouse.diff(
-        base, head, db, module=module, peak=peak, fail_above=fail_above, jobs=jobs
+        base,
+        head,
+        db,
+        module=module,
+        peak=peak,
+        fail_above=fail_above,
+        jobs=jobs,
+        causes=with_causes or show == "causes",
     )
     for role, side in (("base", result.base), ("head", result.head)):
         click.echo(f"{role}: {side.spec} ({side.kind}, {side.modules} modules)", err=True)

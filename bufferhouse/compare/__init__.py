@@ -10,9 +10,11 @@ A side of a diff is one of
 
 The parts: `sides` opens the two sides, `match` pairs their modules (by jit
 name, then parameter signature, then instruction mix; see its docstring),
-`gate` holds the CI threshold, `report` writes the text. The comparison SQL is
-in `bufferhouse/compare/sql/*.sql` (documented like the canned queries, read
-by the one loader `queries.sql_files`); values are bound, never spliced.
+`gate` holds the CI threshold, `causes` says why each pair changed (every
+byte of the change given a cause; docs/diff.md), `report` writes the text.
+The comparison SQL is in `bufferhouse/compare/sql/*.sql` (documented like the
+canned queries, read by the one loader `queries.sql_files`); values are
+bound, never spliced.
 
 `bufferhouse.diff` (the public API) calls `diff` here.
 """
@@ -29,6 +31,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from bufferhouse.compare import report, statements
+from bufferhouse.compare.causes import CAUSES
+from bufferhouse.compare.causes import causes as attribute
 from bufferhouse.compare.gate import PEAK_TITLES, PEAKS, Gate, Threshold, parse_threshold
 from bufferhouse.compare.match import (
     Features,
@@ -58,7 +62,7 @@ METRICS = (
     "temp_bytes",
 )
 #: Result tables by name (`DiffResult.table(name)`).
-TABLES = ("modules", "changes", "buffers", "sources")
+TABLES = ("modules", "changes", "buffers", "sources", "causes")
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,9 @@ class DiffResult:
     - `modules`: one row per module pair (or added/removed module) with the
       chosen peak, sorted by absolute delta;
     - `changes`: every figure (three peaks, six categories) of every pair;
-    - `buffers`, `sources`: the drill-down (`module=`), else None.
+    - `buffers`, `sources`: the drill-down (`module=`), else None;
+    - `causes`: each matched pair's change in total bytes and the chosen peak
+      attributed to causes (`causes=True`), else None; see docs/diff.md.
 
     Column meanings are in the headers of bufferhouse/compare/sql/*.sql.
     """
@@ -82,6 +88,7 @@ class DiffResult:
     buffers: pa.Table | None
     sources: pa.Table | None
     gate: Gate | None
+    causes: pa.Table | None = None
 
     @property
     def failed(self) -> bool:
@@ -94,6 +101,8 @@ class DiffResult:
             raise DiffError(f"no diff table {name!r}; tables: {', '.join(TABLES)}")
         table = getattr(self, name)
         if table is None:
+            if name == "causes":
+                raise DiffError("the causes table comes with causes=True (--show causes)")
             raise DiffError(f"the {name} table comes with a drill-down: pass a module")
         return table
 
@@ -138,6 +147,7 @@ def diff(
     peak: str = "heap",
     fail_above: str | int | Threshold | None = None,
     jobs: int | None = None,
+    causes: bool = False,
 ) -> DiffResult:
     """Compare two runs module by module: which modules' memory changed, and why.
 
@@ -147,7 +157,8 @@ def diff(
     prefix on either side) restricts the diff to that module's pairs and adds
     the drill-down into the buffers live at its heap peak. `fail_above`
     (`5%`, `10MiB`, bytes as int) sets the gate on the `peak` (heap, logical
-    or total) of the matched modules.
+    or total) of the matched modules. `causes` attributes each matched
+    module's change in total bytes and in the peak to causes (`r.causes`).
 
     >>> r = bufferhouse.diff("jax=0.6.2", "jax=0.7.2", db="fleet.duckdb", fail_above="5%")
     >>> r.modules, r.failed
@@ -177,6 +188,7 @@ def diff(
             scratch.register("head_buffers", peak_buffers(h.con, table, "head_module_id"))
             buffers = statements.run(scratch, "buffers")
             sources = statements.run(scratch, "sources")
+        why = attribute(scratch, b, h, table, peak) if causes else None
     modules = changes.filter(pc.equal(changes.column("metric"), PEAKS[peak])).drop_columns(
         ["metric"]
     )
@@ -198,10 +210,11 @@ def diff(
             modules.filter(pa.array(over, pa.bool_())),
             modules.filter(pa.array(blind, pa.bool_())),
         )
-    return DiffResult(b.side, h.side, peak, module, modules, changes, buffers, sources, gate)
+    return DiffResult(b.side, h.side, peak, module, modules, changes, buffers, sources, gate, why)
 
 
 __all__ = [
+    "CAUSES",
     "METRICS",
     "PEAKS",
     "PEAK_TITLES",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bufferhouse.compare.gate import PEAK_TITLES, pct, signed
@@ -149,6 +150,8 @@ def render(r: DiffResult, fmt: str = "markdown", top: int | None = 25) -> str:
 
     if r.buffers is not None and r.sources is not None:
         out += _drill_down(r, fmt, top)
+    if r.causes is not None:
+        out += _causes(r, fmt, top, module)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -224,6 +227,76 @@ def _drill_down(r: DiffResult, fmt: str, top: int | None) -> list[str]:
         out += _grid(headers, rows, {2, 3, 4, 5}, fmt) + _more(hidden, "rows")
     else:
         out.append("No source line holds more or less than before.")
+    return out
+
+
+_MEASURE_TITLES = {
+    "total_bytes": "total",
+    "heap_peak_bytes": "heap peak",
+    "logical_peak_bytes": "logical peak",
+}
+
+
+def _by_cause(rows: list[dict]) -> str:
+    sums: dict[str, int] = {}
+    for x in rows:
+        sums[x["cause"]] = sums.get(x["cause"], 0) + x["bytes"]
+    ranked = sorted(sums.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
+    return ", ".join(f"{cause} {signed(n)}" for cause, n in ranked if n)
+
+
+def _causes(r: DiffResult, fmt: str, top: int | None, module: Callable[[dict], str]) -> list[str]:
+    """Why each module changed: a total per cause and measure, then the largest rows."""
+    assert r.causes is not None
+    md = fmt == "markdown"
+    arrow = "→" if md else "->"
+    rows = r.causes.to_pylist()
+    out = _section("Causes of each matched module's change", fmt)
+    measures = list(dict.fromkeys(x["measure"] for x in rows))
+    known = [x for x in rows if x["bytes"] is not None]
+    for m in measures:
+        summary = _by_cause([x for x in known if x["measure"] == m])
+        if summary:
+            out.append(f"{_MEASURE_TITLES[m].capitalize()}, summed over the modules: {summary}.")
+    missing = [x for x in rows if x["cause"] == "no-peak"]
+    if missing:
+        names = ", ".join(sorted({_code(x["module_name"], fmt) for x in missing}))
+        out.append(f"No attribution where a side lacks the figure (no-peak): {names}.")
+    shown_rows = [x for x in known if x["bytes"]]
+    shown_rows.sort(key=lambda x: -abs(x["bytes"]))
+    if not shown_rows:
+        if not missing:
+            matched = r.summary()["matched"]
+            out.append("No matched module's memory changed." if matched else "No matched modules.")
+        return out
+    by_pair = {x["pair"]: x for x in r.modules.to_pylist()}
+    shown, hidden = _limited(shown_rows, top)
+    table = []
+    for x in shown:
+        name = x["op_name"] or x["head_instruction"] or x["base_instruction"] or ""
+        shapes = f"{x['base_shape'] or '-'} {arrow} {x['head_shape'] or '-'}"
+        table.append(
+            [
+                module(by_pair[x["pair"]]),
+                _MEASURE_TITLES[x["measure"]],
+                x["cause"],
+                signed(x["bytes"]),
+                str(x["buffers"]) if x["buffers"] else "",
+                _code(name, fmt) if name else "",
+                shapes if x["base_shape"] or x["head_shape"] else "",
+                x["source"] or "",
+                x["matched_by"] or "",
+            ]
+        )
+    headers = ["module", "measure", "cause", "bytes", "values", "op_name or instruction"]
+    headers += ["shape", "source", "matched by"]
+    out.append("")
+    out += _grid(headers, table, {3, 4}, fmt) + _more(hidden, "rows")
+    out += [
+        "",
+        "The rows of a module and measure sum exactly to its change; "
+        "what the values do not explain is fragmentation (docs/diff.md).",
+    ]
     return out
 
 
