@@ -343,3 +343,23 @@ def test_every_form_agrees_on_the_oldest_and_newest_duckdb(tmp_path: Path) -> No
         assert forms["proto"] == forms["text"] == forms["mixed"]
         assert len(forms["text"]["top"]) == len(PROGRAMS)
     assert runs["oldest"]["forms"] == runs["newest"]["forms"]
+
+
+def test_modules_without_a_peak_are_not_ranked_and_the_report_still_runs(tmp_path: Path) -> None:
+    """A split dump without its -live-range.txt has no peak from any source: it is
+    listed after the ranked modules with no rank, and the report (which failed with
+    "connection has an unfinished result" on duckdb 2) draws the rest."""
+    from bufferhouse import visual
+
+    tree = _sized(tmp_path, "s1", "text")
+    for f in (tree / "scan").glob("*-live-range.txt"):
+        f.unlink()
+    db = tmp_path / "w.duckdb"
+    assert bufferhouse.ingest([tree], db=db, jobs=1).ok
+    top = bufferhouse.query("top-modules", db=db).to_pylist()
+    assert [r["rank"] for r in top] == [1, 2, 3, 4, None]
+    assert top[-1]["module_name"] == "jit_scan" and top[-1]["peak_bytes"] is None
+    known = [r["peak_bytes"] for r in top[:4]]
+    assert known == sorted(known, reverse=True)
+    visual.write_report(tmp_path / "r.html", db=db)
+    assert "jit_scan" in (tmp_path / "r.html").read_text(encoding="utf-8")

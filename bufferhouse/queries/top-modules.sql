@@ -3,7 +3,7 @@
 -- param top INTEGER >= 0 = 20: How many modules.
 -- param peak VARCHAR in (heap, logical, total, xla) = 'heap': Which figure to rank by: heap, logical, total or xla.
 -- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
--- column rank: 1 for the largest.
+-- column rank: 1 for the largest; NULL where the chosen figure is unknown (such modules are listed after the ranked ones, never ranked).
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
 -- column backend: cpu, gpu, tpu or unknown.
@@ -45,9 +45,12 @@ WITH ranked AS (
     )
 )
 SELECT
-  row_number() OVER (
-    ORDER BY peak_bytes DESC NULLS LAST, module_name, module_id
-  ) AS rank,
+  CASE
+    WHEN peak_bytes IS NOT NULL
+      THEN row_number() OVER (
+        ORDER BY peak_bytes DESC NULLS LAST, module_name, module_id
+      )
+  END AS rank,
   module_id,
   module_name,
   backend,
@@ -56,5 +59,5 @@ SELECT
   logical_peak_bytes,
   total_bytes
 FROM ranked
-ORDER BY rank
+ORDER BY rank NULLS LAST, module_name, module_id
 LIMIT $top

@@ -16,7 +16,7 @@ import numpy as np
 from bufferhouse import queries
 from bufferhouse.errors import PlotError, UnknownModuleError
 from bufferhouse.render import human_bytes
-from bufferhouse.schema.warehouse import connect_sealed
+from bufferhouse.schema.warehouse import connect_sealed, first_row
 
 #: Exclusive allocation kinds that hold memory for the whole program (bottom of the stack).
 INDEFINITE_CATEGORIES = ("parameter", "output", "constant", "thread-local")
@@ -310,7 +310,8 @@ def timeline(
 
 
 def _no_timeline_reason(con: duckdb.DuckDBPyConnection, module: ModuleRef, space: int) -> str:
-    schedule, sections, spaces = con.execute(
+    schedule, sections, spaces = first_row(
+        con,
         """
         SELECT m.schedule_length, m.sections, list(DISTINCT a.color ORDER BY a.color)
         FROM modules AS m
@@ -320,7 +321,7 @@ def _no_timeline_reason(con: duckdb.DuckDBPyConnection, module: ModuleRef, space
         GROUP BY m.schedule_length, m.sections
         """,
         {"id": module.module_id},
-    ).fetchone()
+    )
     name = f"{module.module_name} ({module.hash_prefix})"
     if schedule is None:
         return (
@@ -379,7 +380,8 @@ def arena(
             f"{name} has no allocation {allocation} holding values; allocations: {shown}"
         )
     index = blocks[0]["allocation_index"]
-    category, max_live, schedule = con.execute(
+    category, max_live, schedule = first_row(
+        con,
         """
         SELECT a.category, a.max_live_bytes, m.schedule_length
         FROM allocations AS a
@@ -388,7 +390,7 @@ def arena(
         WHERE a.module_id = $id AND a.allocation_index = $index
         """,
         {"id": module.module_id, "index": index},
-    ).fetchone()
+    )
     return Arena(
         module=module,
         allocation_index=index,
