@@ -31,7 +31,7 @@ such a CTE (or a semi-join on the modules already chosen) instead of being
 filtered after the joins. A CTE used twice is materialized, so large ones are
 used once. Queries that rank values pick their rows on integer columns first
 and join the text columns of those rows only. The views (value_facts,
-heap_peak_values, heap_trace_steps, trace_peak_values) define the same rows;
+heap_peak_values, heap_trace_steps) define the same rows;
 tests hold the queries to them.
 
 The module selector. A `module` parameter selects the modules whose name,

@@ -26,11 +26,7 @@ WHERE
   AND (
     $label IS NULL
     OR module_id IN (
-      SELECT c.primary_module_id
-      FROM compile_modules AS c
-      JOIN labels AS l
-        ON l.module_id = c.module_id
-      WHERE l.key || '=' || l.value = $label
+      SELECT primary_module_id FROM compile_labels WHERE label = $label
     )
   )
 GROUP BY module_name
