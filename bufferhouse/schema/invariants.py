@@ -12,6 +12,7 @@ lands (parse/proto/invariants.py names the proto field of each break).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from importlib import resources
 
@@ -84,21 +85,29 @@ def run(con: duckdb.DuckDBPyConnection, invariant: Invariant, lo: int, hi: int) 
     ]
 
 
+_LOCK = threading.Lock()
+_CON: list[duckdb.DuckDBPyConnection] = []  # one in-memory DuckDB per process, made once
+
+
 def violations(tables: dict[str, pa.Table]) -> list[Violation]:
     """Every break in one module's rows given as Arrow tables (no module_id column, or
     only some of the columns: the statements read module_id and their own columns),
     in the order of INVARIANTS."""
-    con = duckdb.connect(":memory:")
-    try:
-        for name in TABLES:
-            data = tables[name]
-            if "module_id" in data.column_names:
-                data = data.drop_columns(["module_id"])
-            con.register(f"_bh_{name}", data)
-            con.execute(
-                f"CREATE VIEW {quote_identifier(name)} AS SELECT 0::BIGINT AS module_id, * "
-                f"FROM {quote_identifier('_bh_' + name)}"
-            )
-        return [v for invariant in INVARIANTS for v in run(con, invariant, 0, 0)]
-    finally:
-        con.close()
+    with _LOCK:
+        if not _CON:
+            _CON.append(duckdb.connect(":memory:"))
+        con = _CON[0]
+        try:
+            for name in TABLES:
+                data = tables[name]
+                if "module_id" in data.column_names:
+                    data = data.drop_columns(["module_id"])
+                con.register(f"_bh_{name}", data)
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {quote_identifier(name)} AS "
+                    f"SELECT 0::BIGINT AS module_id, * FROM {quote_identifier('_bh_' + name)}"
+                )
+            return [v for invariant in INVARIANTS for v in run(con, invariant, 0, 0)]
+        finally:
+            for name in TABLES:
+                con.unregister(f"_bh_{name}")

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import zlib
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bufferhouse.errors import DumpError
+from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.model import ParsedModule
+from bufferhouse.parse.proto import wire
 from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
 from bufferhouse.parse.proto.fingerprint import assignment_fingerprint
 from bufferhouse.parse.proto.trace import xla_peak
-from bufferhouse.parse.reader import CHUNK, open_dump
+from bufferhouse.parse.reader import CHUNK, open_dump, split_member
 
 __all__ = [
     "NoBufferAssignment",
@@ -38,19 +40,50 @@ __all__ = [
 ]
 
 
+#: The most a gzipped HloProto can hold per compressed byte: real ones compress 3 to
+#: 20 times; a file that inflates past RATIO times its size (and past FLOOR bytes) is
+#: not one, and reading stops there (docs/proto-input.md).
+RATIO = 100
+FLOOR = 16 << 20
+
+
 def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
-    """The whole (decompressed) file; a read error is a DumpError naming it."""
+    """The whole (decompressed) file; a read error is a DumpError naming it.
+
+    What is read is bounded: a first field no protobuf can hold (a file of zeros)
+    stops the read at its first block, and a .gz at RATIO times its size.
+    """
     try:
+        gz = path.endswith(".gz") and split_member(path) is None  # a member has its length
+        bound = max(FLOOR, RATIO * os.path.getsize(path)) if gz else None
         with open_dump(path) as f:
             chunks, total = [], 0
             while chunk := f.read(CHUNK):
+                if not total:
+                    _first_key(path, chunk)
                 total += len(chunk)
                 if max_bytes is not None and total > max_bytes:
                     raise DumpError(path, 0, f"more than --max-bytes {max_bytes} bytes; skipped")
+                if bound is not None and total > bound:
+                    raise ParseError(
+                        path,
+                        0,
+                        f"not an HloProto: inflates past {bound} bytes, {RATIO} times its "
+                        "compressed size (a gzip bomb?); reading stopped there",
+                    )
                 chunks.append(chunk)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise DumpError(path, 0, f"cannot read file: {exc}") from None
     return b"".join(chunks)
+
+
+def _first_key(path: str, chunk: bytes) -> None:
+    """The file's first field key must be one protobuf can hold (zeros are not)."""
+    try:
+        wire.key(wire.read_varint(chunk[:10], 0)[0], 0)
+    except wire.WireError as exc:
+        if "runs past the end" not in str(exc):  # a key cut by a short file: decode says so
+            raise ParseError(path, 0, f"not a readable HloProto: {exc}") from None
 
 
 def _finish(parsed: ParsedModule, backend: str | None) -> ParsedModule:

@@ -88,6 +88,14 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
     return module_table("heap_events", cols), n_events
 
 
+class ShareCycle(ValueError):
+    """A SHARE_WITH whose canonical buffer resolves to the buffer itself."""
+
+    def __init__(self, b: int, share: int) -> None:
+        self.b, self.share = b, share
+        super().__init__(f"SHARE_WITH makes buffer {b} share with {share}, whose root is {b}")
+
+
 class _Heap:
     """XLA's reference-counted heap: a buffer's bytes count while any holder has it,
     and SHARE_WITH makes a buffer one more holder of its canonical root."""
@@ -123,6 +131,8 @@ class _Heap:
             return left
         elif kind == 2:
             root = self.root(share)
+            if root == b:  # b would stand for itself: every later root lookup would loop
+                raise ShareCycle(b, share)
             self.under[b] = root
             self._hold(root)
         return 1
@@ -134,7 +144,17 @@ def _replay(kinds, ids, shares, size, where, t) -> list[int]:
     out = []
     for k, (kind, b, share) in enumerate(zip(kinds, ids, shares)):
         root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
-        if heap.apply(kind, b, share) < 0:
+        try:
+            left = heap.apply(kind, b, share)
+        except ShareCycle:
+            raise ParseError(
+                where,
+                0,
+                f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: SHARE_WITH of "
+                f"buffer {b} with {share}, whose canonical buffer is {b} itself: a cycle "
+                "(expected a canonical buffer other than the one shared)",
+            ) from None
+        if left < 0:
             raise ParseError(
                 where,
                 0,
