@@ -608,8 +608,7 @@ def test_large_profile_is_read_in_bounded_memory(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import resource
-        from bufferhouse.parse.proto import parse_xplane_program
-    from bufferhouse.parse.proto.xplane import list_programs, read_program
+        from bufferhouse.parse.proto.xplane import list_programs, read_program
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         (p,) = list_programs({str(path)!r})
         data = read_program({str(path)!r}, p.name, p.offset)
