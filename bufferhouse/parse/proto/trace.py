@@ -8,7 +8,7 @@ import pyarrow as pa
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.proto.tables import module_table
 
-__all__ = ["heap_events_table", "xla_peak", "xla_peaks"]
+__all__ = ["ShareCycle", "heap_events_table", "xla_peak", "xla_peaks"]
 
 _KINDS = ("ALLOC", "FREE", "SHARE_WITH")
 
