@@ -11,6 +11,7 @@ passes it with wrong figures; so ingest refuses it with the field path.
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.proto.printing import index_text
@@ -31,47 +32,54 @@ def check_invariants(proto, where: str) -> None:
 
 
 def _rows(ba) -> dict[str, pa.Table]:
-    """The columns the invariants read, as the decoder would fill them."""
-    allocs, lbs, traces = ba.buffer_allocations, ba.logical_buffers, ba.heap_simulator_traces
-    size_of = {lb.id: lb.size for lb in lbs}
-    assigned = [(a.index, s) for a in allocs for s in a.assigned]
-    events = [
-        (t, k, tr.buffer_allocation_index, e)
-        for t, tr in enumerate(traces)
-        for k, e in enumerate(tr.events)
-    ]
+    """The columns the invariants read, as the decoder would fill them: one pass over
+    each repeated field (a proto's Python objects are the cost, not the SQL)."""
+    ids, sizes, indexes = [], [], []
+    for lb in ba.logical_buffers:
+        ids.append(lb.id)
+        sizes.append(lb.size)
+        index = lb.defined_at.shape_index
+        indexes.append(index_text(index) if index else "{}")
+    alloc_index, alloc_size, a_value, a_alloc, a_offset, a_size = [], [], [], [], [], []
+    for a in ba.buffer_allocations:
+        alloc_index.append(a.index)
+        alloc_size.append(a.size)
+        for s in a.assigned:
+            a_value.append(s.logical_buffer_id)
+            a_offset.append(s.offset)
+            a_size.append(s.size)
+            a_alloc.append(a.index)
+    e_trace, e_event, e_value, e_alloc = [], [], [], []
+    for t, trace in enumerate(ba.heap_simulator_traces):
+        buffers = [e.buffer_id for e in trace.events]
+        e_value += buffers
+        e_trace += [t] * len(buffers)
+        e_event += range(len(buffers))
+        e_alloc += [trace.buffer_allocation_index] * len(buffers)
     i64 = pa.int64()
+    value_id, e_values = pa.array(ids, i64), pa.array(e_value, i64)
+    at = pc.index_in(e_values, value_set=value_id)  # NULL: a buffer decode reports
     return {
         "allocations": pa.table(
-            {
-                "allocation_index": pa.array([a.index for a in allocs], i64),
-                "size": pa.array([a.size for a in allocs], i64),
-            }
+            {"allocation_index": pa.array(alloc_index, i64), "size": pa.array(alloc_size, i64)}
         ),
-        "hlo_values": pa.table(
-            {
-                "value_id": pa.array([lb.id for lb in lbs], i64),
-                "shape_index": pa.array(
-                    [index_text(tuple(lb.defined_at.shape_index)) for lb in lbs], pa.string()
-                ),
-            }
-        ),
+        "hlo_values": pa.table({"value_id": value_id, "shape_index": pa.array(indexes)}),
         "assignments": pa.table(
             {
-                "value_id": pa.array([s.logical_buffer_id for _, s in assigned], i64),
-                "allocation_index": pa.array([i for i, _ in assigned], i64),
-                "byte_offset": pa.array([s.offset for _, s in assigned], i64),
-                "size": pa.array([s.size for _, s in assigned], i64),
+                "value_id": pa.array(a_value, i64),
+                "allocation_index": pa.array(a_alloc, i64),
+                "byte_offset": pa.array(a_offset, i64),
+                "size": pa.array(a_size, i64),
             }
         ),
         "heap_events": pa.table(
             {
-                "trace_index": pa.array([t for t, _, _, _ in events], i64),
-                "event_index": pa.array([k for _, k, _, _ in events], i64),
-                "value_id": pa.array([e.buffer_id for _, _, _, e in events], i64),
-                "allocation_index": pa.array([i for _, _, i, _ in events], i64),
-                "size": pa.array([size_of.get(e.buffer_id) for _, _, _, e in events], i64),
-                "heap_bytes": pa.nulls(len(events), i64),
+                "trace_index": pa.array(e_trace, i64),
+                "event_index": pa.array(e_event, i64),
+                "value_id": e_values,
+                "allocation_index": pa.array(e_alloc, i64),
+                "size": pc.take(pa.array(sizes, i64), at),
+                "heap_bytes": pa.nulls(len(e_value), i64),
             }
         ),
     }
