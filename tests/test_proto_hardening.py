@@ -109,6 +109,34 @@ def test_a_share_with_cycle_is_a_located_error_not_a_hang() -> None:
     assert "expected" in message
 
 
+def test_share_with_chains_cost_time_by_the_trace_not_its_square() -> None:
+    """x0 -> x1 -> ... -> x5000 by SHARE_WITH of each root, then 20,000 SHARE_WITHs with
+    x0: each walked the whole chain (10^8 steps, minutes); now the walk has a budget per
+    event, and spending it is an error at the event that did."""
+    proto = _proto()
+    ba = proto.buffer_assignment
+    first = max(lb.id for lb in ba.logical_buffers) + 1
+    n, m = 5000, 20000
+    for b in range(first, first + n + 2):
+        lb = ba.logical_buffers.add()
+        lb.CopyFrom(ba.logical_buffers[0])
+        lb.id, lb.size = b, 8
+    x, y = list(range(first, first + n + 1)), first + n + 1
+    events = ba.heap_simulator_traces[0].events
+    at = len(events)
+    events.add(kind=0, buffer_id=x[0])
+    for i in range(1, n + 1):
+        events.add(kind=0, buffer_id=x[i])
+        events.add(kind=2, buffer_id=x[i - 1], share_with_canonical_id=x[i])
+    for _ in range(m):
+        events.add(kind=2, buffer_id=y, share_with_canonical_id=x[0])
+    message = _error(proto)
+    assert message.startswith("buffer_assignment.heap_simulator_traces[0].events[")
+    k = int(message.split("events[")[1].split("]")[0])
+    assert k > at + 2 * n  # in the lookups, not the chain's making
+    assert "SHARE_WITH chains longer than 64 links per event" in message
+
+
 def _profile(programs: list[bytes]) -> bytes:
     """An XSpace whose metadata plane holds these HloProtos, one program each."""
     meta = xplane_pb2.XPlane(id=0, name="/host:metadata")

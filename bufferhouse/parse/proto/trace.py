@@ -8,7 +8,7 @@ import pyarrow as pa
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.proto.tables import module_table
 
-__all__ = ["ShareCycle", "heap_events_table", "xla_peak", "xla_peaks"]
+__all__ = ["BadShare", "heap_events_table", "xla_peak", "xla_peaks"]
 
 _KINDS = ("ALLOC", "FREE", "SHARE_WITH")
 
@@ -88,28 +88,37 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
     return module_table("heap_events", cols), n_events
 
 
-class ShareCycle(ValueError):
-    """A SHARE_WITH whose canonical buffer resolves to the buffer itself."""
+class BadShare(ValueError):
+    """SHARE_WITH links no XLA trace makes: a cycle (the replay would loop forever), or
+    chains so deep that following them costs more than the trace's length allows."""
 
-    def __init__(self, b: int, share: int) -> None:
-        self.b, self.share = b, share
-        super().__init__(f"SHARE_WITH makes buffer {b} share with {share}, whose root is {b}")
+
+#: Root lookups may take this many steps per event in all: XLA shares with a canonical
+#: buffer, so its chains are one or two links long.
+STEPS_PER_EVENT = 64
 
 
 class _Heap:
     """XLA's reference-counted heap: a buffer's bytes count while any holder has it,
     and SHARE_WITH makes a buffer one more holder of its canonical root."""
 
-    def __init__(self, size: dict[int, int]) -> None:
+    def __init__(self, size: dict[int, int], events: int) -> None:
         self.size = size
         self.ref: dict[int, int] = {}
         self.under: dict[int, int] = {}
         self.mem = 0
+        self.steps = STEPS_PER_EVENT * events + 1024  # a bound on time, by the input
 
     def root(self, b: int) -> int:
         """The canonical buffer whose bytes `b` stands for."""
         while b in self.under:
             b = self.under[b]
+            self.steps -= 1
+            if self.steps < 0:
+                raise BadShare(
+                    f"SHARE_WITH chains longer than {STEPS_PER_EVENT} links per event "
+                    "(expected SHARE_WITH to name a canonical buffer, as XLA's do)"
+                )
         return b
 
     def _hold(self, b: int) -> None:
@@ -132,7 +141,10 @@ class _Heap:
         elif kind == 2:
             root = self.root(share)
             if root == b:  # b would stand for itself: every later root lookup would loop
-                raise ShareCycle(b, share)
+                raise BadShare(
+                    f"SHARE_WITH of buffer {b} with {share}, whose canonical buffer is {b} "
+                    "itself: a cycle (expected a canonical buffer other than the one shared)"
+                )
             self.under[b] = root
             self._hold(root)
         return 1
@@ -140,19 +152,15 @@ class _Heap:
 
 def _replay(kinds, ids, shares, size, where, t) -> list[int]:
     """Bytes in use after each event of one trace, counted as XLA counts them."""
-    heap = _Heap(size)
+    heap = _Heap(size, len(kinds))
     out = []
     for k, (kind, b, share) in enumerate(zip(kinds, ids, shares)):
-        root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
         try:
+            root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
             left = heap.apply(kind, b, share)
-        except ShareCycle:
+        except BadShare as exc:
             raise ParseError(
-                where,
-                0,
-                f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: SHARE_WITH of "
-                f"buffer {b} with {share}, whose canonical buffer is {b} itself: a cycle "
-                "(expected a canonical buffer other than the one shared)",
+                where, 0, f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: {exc}"
             ) from None
         if left < 0:
             raise ParseError(
@@ -182,7 +190,8 @@ def xla_peaks(ba) -> tuple[int, int]:
     client reports as `peak_memory_in_bytes`, its executable's BufferAssignmentProto
     carrying no traces.
     """
-    heap = _Heap({lb.id: lb.size for lb in ba.logical_buffers})
+    events = sum(len(trace.events) for trace in ba.heap_simulator_traces)
+    heap = _Heap({lb.id: lb.size for lb in ba.logical_buffers}, events + len(ba.buffer_allocations))
     for alloc in ba.buffer_allocations:
         if alloc.is_thread_local or not (
             alloc.is_entry_computation_parameter or alloc.is_constant or alloc.maybe_live_out
