@@ -379,7 +379,16 @@ def _assigned_twice(ba) -> str:
     )
 
 
+def _color_past_int32(ba) -> str:
+    ba.logical_buffers[2].color = 1 << 40
+    return (
+        f"buffer_assignment.logical_buffers[2].color {1 << 40}: "
+        "does not fit the warehouse's INTEGER column"
+    )
+
+
 MUTANTS = [
+    _color_past_int32,
     _slice_past,
     _index_twice,
     _id_twice,
@@ -396,6 +405,24 @@ def test_a_broken_invariant_is_refused_with_its_field(mutate) -> None:
     proto = _proto()
     expected = mutate(proto.buffer_assignment)
     assert _error(proto) == expected
+
+
+def test_a_module_number_past_its_column_is_a_located_error(tmp_path: Path) -> None:
+    """An int64 of the module (an entry parameter's number) that its INTEGER column
+    cannot hold: an error naming the file and the column, not an Arrow traceback."""
+    proto = _proto()
+    entry = next(
+        c for c in proto.hlo_module.computations if c.id == proto.hlo_module.entry_computation_id
+    )
+    next(i for i in entry.instructions if i.opcode == "parameter").parameter_number = 1 << 40
+    path = tmp_path / "module_0001.jit_wide.cpu_after_optimizations.hlo.pb"
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(DumpError) as info:
+        proto_pkg.parse_proto_file(str(path), "cpu")
+    assert info.value.path == str(path)
+    assert info.value.message.startswith(
+        "a number does not fit its warehouse column: instructions.parameter_number (int32)"
+    )
 
 
 def test_a_slice_past_its_allocation_fails_ingest_not_check(tmp_path: Path) -> None:

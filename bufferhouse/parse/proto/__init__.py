@@ -25,6 +25,7 @@ from bufferhouse.parse.model import ParsedModule
 from bufferhouse.parse.proto import wire
 from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
 from bufferhouse.parse.proto.fingerprint import assignment_fingerprint
+from bufferhouse.parse.proto.tables import ColumnOverflow
 from bufferhouse.parse.proto.trace import xla_peak
 from bufferhouse.parse.reader import CHUNK, open_dump, split_member
 
@@ -99,7 +100,7 @@ def _finish(parsed: ParsedModule, backend: str | None) -> ParsedModule:
 def parse_proto_file(path: str, backend: str | None, max_bytes: int | None = None) -> ParsedModule:
     """One module from an `.hlo.pb` (raises NoBufferAssignment for one without)."""
     data = read_proto_bytes(path, max_bytes)
-    return _finish(parse_hlo_proto(decode_hlo_proto(data, path), path), backend)
+    return _finish(_parse(decode_hlo_proto(data, path), path), backend)
 
 
 def xplane_content_hash(program: str, data: bytes) -> str:
@@ -115,7 +116,15 @@ def parse_xplane_program(path: str, program: str, data: bytes, backend: str | No
     `backend` is the profile's (from its device planes: a profile's HloProto does not
     name it)."""
     where = f"{path}#{program}"
-    return _finish(parse_hlo_proto(decode_hlo_proto(data, where), where), backend)
+    return _finish(_parse(decode_hlo_proto(data, where), where), backend)
+
+
+def _parse(proto, where: str) -> ParsedModule:
+    """parse_hlo_proto, a number too large for its warehouse column a ParseError."""
+    try:
+        return parse_hlo_proto(proto, where)
+    except ColumnOverflow as exc:
+        raise ParseError(where, 0, f"a number does not fit its warehouse column: {exc}") from None
 
 
 def merge_text_and_proto(text: ParsedModule, proto: ParsedModule, proto_path: str) -> ParsedModule:

@@ -22,13 +22,35 @@ __all__ = ["check_invariants"]
 _BA = "buffer_assignment"
 
 
+#: The warehouse's INTEGER columns, which the buffer assignment's int64 fields fill.
+_INT32 = range(-(1 << 31), 1 << 31)
+
+
 def check_invariants(proto, where: str) -> None:
     """Raise ParseError at the first break of a structural invariant, naming its field."""
     ba = proto.buffer_assignment
+    too_large = _too_large(ba)
+    if too_large:
+        raise ParseError(where, 0, f"{too_large}: does not fit the warehouse's INTEGER column")
     found = violations(_rows(ba))
     if found:
         v = found[0]
         raise ParseError(where, 0, f"{_field(ba, v)}: {v.problem}")
+
+
+def _too_large(ba) -> str | None:
+    """The first field, with its value, that an INTEGER column cannot hold."""
+    for i, a in enumerate(ba.buffer_allocations):
+        for name in ("index", "color", "parameter_number"):
+            if getattr(a, name) not in _INT32:
+                return f"{_BA}.buffer_allocations[{i}].{name} {getattr(a, name)}"
+    for i, lb in enumerate(ba.logical_buffers):
+        if lb.color not in _INT32:
+            return f"{_BA}.logical_buffers[{i}].color {lb.color}"
+    for t, trace in enumerate(ba.heap_simulator_traces):
+        if trace.buffer_allocation_index not in _INT32:
+            return f"{_BA}.heap_simulator_traces[{t}].buffer_allocation_index {trace.buffer_allocation_index}"
+    return None
 
 
 def _rows(ba) -> dict[str, pa.Table]:
