@@ -288,6 +288,22 @@ def test_a_gzip_bomb_is_refused_before_it_is_read_whole(
     assert counted.read <= (1 << 20) + (proto_pkg.FLOOR if bound == "FLOOR" else 0)
 
 
+def test_a_profile_gzip_bomb_is_refused_before_it_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plane whose name claims 64 MiB (of zeros, 64 KB gzipped): more metadata than a
+    .gz of that size can hold, refused at its header, not read into memory."""
+    name = _plain_field(2, 64 << 20)
+    path = tmp_path / "bomb.xplane.pb.gz"
+    path.write_bytes(_gz_of(_plain_field(1, len(name) + (64 << 20)) + name, 64 << 20))
+    counted = _Counted(xplane.open_dump)
+    monkeypatch.setattr(xplane, "open_dump", counted)
+    with pytest.raises(DumpError) as info:
+        xplane.list_programs(str(path))
+    assert "at byte" in info.value.message and "gzip bomb" in info.value.message
+    assert counted.read <= 1 << 20
+
+
 def test_a_gzip_bomb_fails_alone(tmp_path: Path) -> None:
     error = _ingest_one_bad(
         tmp_path, "module_0001.jit_bomb.cpu_after_optimizations.hlo.pb.gz", _gz_of(b"", 8 << 20)

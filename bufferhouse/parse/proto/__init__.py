@@ -41,11 +41,7 @@ __all__ = [
 ]
 
 
-#: The most a gzipped HloProto can hold per compressed byte: real ones compress 3 to
-#: 20 times; a file that inflates past RATIO times its size (and past FLOOR bytes) is
-#: not one, and reading stops there (docs/proto-input.md).
-RATIO = 100
-FLOOR = 16 << 20
+RATIO, FLOOR = wire.RATIO, wire.FLOOR
 
 
 def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
@@ -56,7 +52,7 @@ def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
     """
     try:
         gz = path.endswith(".gz") and split_member(path) is None  # a member has its length
-        bound = max(FLOOR, RATIO * os.path.getsize(path)) if gz else None
+        bound = wire.inflation_bound(os.path.getsize(path)) if gz else None
         with open_dump(path) as f:
             chunks, total = [], 0
             while chunk := f.read(CHUNK):

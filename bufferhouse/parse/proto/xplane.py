@@ -20,6 +20,7 @@ start N+1 times.
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,9 +35,6 @@ __all__ = ["Program", "list_programs", "missing_program", "read_program", "read_
 _PLANES = 1  # XSpace.planes
 _LINES = 3  # XPlane.lines: skipped
 _HLO_STAT = "Hlo Proto"
-#: Planes larger than this are skipped over by `lines` alone; their other fields are
-#: read. A bound on what one plane's metadata may take, against a corrupt length.
-_MAX_METADATA = 1 << 34
 #: The wire type of each field the walk knows: XSpace's planes, errors, warnings and
 #: hostnames; XPlane's id, name, lines, metadata maps and stats. Any other is refused.
 _XSPACE = {1: wire.LEN, 2: wire.LEN, 3: wire.LEN, 4: wire.LEN}
@@ -60,9 +58,14 @@ class _Stream:
         self.f, self.path, self.pos = f, path, 0
         #: The file's size when it can seek (not a .gz): no length may run past it.
         self.size = None
+        #: The most one plane's metadata (all but `lines`) may take in memory: the file's
+        #: size, or for a .gz what its size allows (wire.inflation_bound).
+        self.limit = 1 << 34
         if f.seekable() and not isinstance(f, gzip.GzipFile):
-            self.size = f.seek(0, 2)
+            self.size = self.limit = f.seek(0, 2)
             f.seek(0)
+        elif isinstance(f, gzip.GzipFile) and hasattr(f.fileobj, "fileno"):
+            self.limit = wire.inflation_bound(os.fstat(f.fileobj.fileno()).st_size)
 
     def length(self, at: int, number: int, what: str) -> int:
         """A LEN field's length, which must fit in what is left of the file."""
@@ -138,8 +141,12 @@ def _plane_header(s: _Stream, length: int) -> bytes:
             if number == _LINES:
                 s.skip(n)
                 continue
-            if len(kept) + n > _MAX_METADATA:
-                raise wire.WireError(at, "XPlane metadata larger than 16 GiB (corrupt length?)")
+            if len(kept) + n > s.limit:
+                raise wire.WireError(
+                    at,
+                    f"XPlane metadata past {s.limit} bytes, more than the file can hold "
+                    f"({wire.RATIO} times its size for a .gz): corrupt length or a gzip bomb?",
+                )
             kept += wire.encode_varint(key) + wire.encode_varint(n) + s.read(n)
         elif kind == wire.VARINT:
             value = s.varint()
