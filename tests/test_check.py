@@ -58,6 +58,39 @@ DAMAGE = [
         "of allocation",
     ),
     (
+        "allocation index twice",
+        "UPDATE allocations SET allocation_index = 0 WHERE allocation_index = 1",
+        "allocations well formed",
+        "allocation index 0 is listed 2 times",
+    ),
+    (
+        "allocation size negative",
+        "UPDATE allocations SET size = -8 WHERE allocation_index = 0",
+        "allocations well formed",
+        "allocation 0 has size -8, which is negative",
+    ),
+    (
+        "value id twice",
+        "INSERT INTO hlo_values SELECT * FROM hlo_values"
+        " WHERE module_id = (SELECT max(module_id) FROM modules) LIMIT 1",
+        "values well formed",
+        "is listed 2 times",
+    ),
+    (
+        "ShapeIndex negative",
+        "UPDATE hlo_values SET shape_index = '{0,-1}'"
+        " WHERE value_id = (SELECT min(value_id) FROM hlo_values)",
+        "values well formed",
+        "has ShapeIndex {0,-1}, with a negative element",
+    ),
+    (
+        "value assigned twice",
+        "INSERT INTO assignments SELECT * FROM assignments"
+        " WHERE module_id = (SELECT max(module_id) FROM modules) LIMIT 1",
+        "assignments in bounds",
+        "is assigned 2 times",
+    ),
+    (
         "peak entry lost",
         "DELETE FROM peak_values WHERE ordinal = 0",
         "peak list",
@@ -144,7 +177,7 @@ def test_clean_warehouse_passes(fleet_db):
     assert report.ok, report.lines()
     assert report.modules > 190
     assert all(count == 0 for count in report.checks.values())
-    assert len(report.checks) == 11
+    assert len(report.checks) == 14
 
 
 @pytest.mark.parametrize(("what", "sql", "check", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])

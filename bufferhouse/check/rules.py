@@ -14,6 +14,8 @@ import duckdb
 from bufferhouse.queries import sql_files
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES, quote_identifier
 from bufferhouse.schema.derive import STATEMENTS, module_ranges
+from bufferhouse.schema.invariants import INVARIANTS
+from bufferhouse.schema.invariants import run as run_invariant
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,20 @@ def _totals(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     ]
 
 
-def _assignments(con: duckdb.DuckDBPyConnection) -> list[Problem]:
-    """Every value's slice lies inside an allocation of its module."""
-    return [
-        Problem(
-            "assignments in bounds",
-            f"value {vid} at bytes {off}..{off + size} of allocation {idx} "
-            + ("which does not exist" if asize is None else f"of size {asize}"),
-            mid,
-        )
-        for mid, vid, idx, off, size, asize in rows(con, "assignments-in-bounds")
-    ]
+def _invariants(check: str) -> Callable[[duckdb.DuckDBPyConnection], list[Problem]]:
+    """The structural invariants reported under `check` (schema/invariants/*.sql): the
+    same statements the proto reader runs at ingest."""
+    mine = [inv for inv in INVARIANTS if inv.check == check]
+
+    def run_them(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+        return [
+            Problem(check, v.problem, v.module_id)
+            for lo, hi in module_ranges(con)
+            for inv in mine
+            for v in run_invariant(con, inv, lo, hi)
+        ]
+
+    return run_them
 
 
 def _peak_list(con: duckdb.DuckDBPyConnection) -> list[Problem]:
@@ -245,7 +250,7 @@ def _oom_events(con: duckdb.DuckDBPyConnection) -> list[Problem]:
 CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], ...] = (
     ("modules complete", _row_counts),
     ("total bytes", _totals),
-    ("assignments in bounds", _assignments),
+    *((check, _invariants(check)) for check in dict.fromkeys(inv.check for inv in INVARIANTS)),
     ("peak list", _peak_list),
     ("schedule", _schedule),
     ("heap peaks", _heap_peaks),

@@ -7,30 +7,43 @@ each event of a trace (heap_events.heap_bytes) and for XLA's own peak
 
 from __future__ import annotations
 
-__all__ = ["ALLOC", "FREE", "SHARE_WITH", "HeapCycle", "RefCountedHeap"]
+__all__ = ["ALLOC", "FREE", "SHARE_WITH", "STEPS_PER_EVENT", "BadShare", "RefCountedHeap"]
 
 ALLOC, FREE, SHARE_WITH = 0, 1, 2
 
 
-class HeapCycle(ValueError):
-    """A SHARE_WITH that would make a buffer share its own bytes (a cycle)."""
+#: Root lookups may take this many steps per event in all: XLA shares with a canonical
+#: buffer, so its chains are one or two links long.
+STEPS_PER_EVENT = 64
+
+
+class BadShare(ValueError):
+    """SHARE_WITH links no XLA trace makes: a cycle (the replay would loop forever), or
+    chains so deep that following them costs more than the trace's length allows."""
 
 
 class RefCountedHeap:
     """A buffer's bytes count while any holder has it, and SHARE_WITH makes a buffer
     one more holder of its canonical root."""
 
-    def __init__(self, size: dict[int, int]) -> None:
+    def __init__(self, size: dict[int, int], events: int) -> None:
         self.size = size
         self.ref: dict[int, int] = {}
         self.under: dict[int, int] = {}
         self.mem = 0
+        self.steps = STEPS_PER_EVENT * events + 1024  # a bound on time, by the input
 
     def root(self, b: int) -> int:
         """The canonical buffer whose bytes `b` stands for (links never form a cycle:
-        `apply` refuses one, so this ends)."""
+        `apply` refuses one; and their length is bounded by the input)."""
         while b in self.under:
             b = self.under[b]
+            self.steps -= 1
+            if self.steps < 0:
+                raise BadShare(
+                    f"SHARE_WITH chains longer than {STEPS_PER_EVENT} links per event "
+                    "(expected SHARE_WITH to name a canonical buffer, as XLA's do)"
+                )
         return b
 
     def hold(self, b: int) -> None:
@@ -41,7 +54,7 @@ class RefCountedHeap:
     def apply(self, kind: int, b: int, share: int) -> int:
         """One event (ALLOC, FREE, SHARE_WITH); returns the holders left of a freed
         buffer's root (negative: freed more often than allocated), else 1. Raises
-        HeapCycle for a SHARE_WITH whose canonical buffer resolves to `b` itself."""
+        BadShare for a SHARE_WITH whose canonical buffer resolves to `b` itself."""
         if kind == ALLOC:
             self.hold(b)
         elif kind == FREE:
@@ -53,8 +66,11 @@ class RefCountedHeap:
             return left
         elif kind == SHARE_WITH:
             root = self.root(share)
-            if root == b:
-                raise HeapCycle(f"buffer {b} shares with {share}, whose bytes are its own")
+            if root == b:  # b would stand for itself: every later root lookup would loop
+                raise BadShare(
+                    f"SHARE_WITH of buffer {b} with {share}, whose canonical buffer is {b} "
+                    "itself: a cycle (expected a canonical buffer other than the one shared)"
+                )
             self.under[b] = root
             self.hold(root)
         return 1

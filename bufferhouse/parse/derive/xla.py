@@ -39,7 +39,7 @@ def xla_peaks(allocations: pa.Table, assignments: pa.Table, heap_events: pa.Tabl
         ids = events["value_id"].to_pylist()
         for b, size in zip(ids, events["size"].to_pylist()):
             sizes.setdefault(b, size)
-    heap = RefCountedHeap(sizes)
+    heap = RefCountedHeap(sizes, heap_events.num_rows + held.num_rows)
     for b in held["value_id"].to_pylist():
         heap.apply(ALLOC, b, 0)
     static = peak = heap.mem

@@ -16,15 +16,18 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import os
 import zlib
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bufferhouse.errors import DumpError
+from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.model import Reading
+from bufferhouse.parse.proto import wire
 from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
-from bufferhouse.parse.reader import CHUNK, open_dump
+from bufferhouse.parse.proto.tables import ColumnOverflow
+from bufferhouse.parse.reader import CHUNK, open_dump, split_member
 
 __all__ = [
     "NoBufferAssignment",
@@ -36,25 +39,52 @@ __all__ = [
 ]
 
 
+RATIO, FLOOR = wire.RATIO, wire.FLOOR
+
+
 def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
-    """The whole (decompressed) file; a read error is a DumpError naming it."""
+    """The whole (decompressed) file; a read error is a DumpError naming it.
+
+    What is read is bounded: a first field no protobuf can hold (a file of zeros)
+    stops the read at its first block, and a .gz at RATIO times its size.
+    """
     try:
+        gz = path.endswith(".gz") and split_member(path) is None  # a member has its length
+        bound = wire.inflation_bound(os.path.getsize(path)) if gz else None
         with open_dump(path) as f:
             chunks, total = [], 0
             while chunk := f.read(CHUNK):
+                if not total:
+                    _first_key(path, chunk)
                 total += len(chunk)
                 if max_bytes is not None and total > max_bytes:
                     raise DumpError(path, 0, f"more than --max-bytes {max_bytes} bytes; skipped")
+                if bound is not None and total > bound:
+                    raise ParseError(
+                        path,
+                        0,
+                        f"not an HloProto: inflates past {bound} bytes, {RATIO} times its "
+                        "compressed size (a gzip bomb?); reading stopped there",
+                    )
                 chunks.append(chunk)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise DumpError(path, 0, f"cannot read file: {exc}") from None
     return b"".join(chunks)
 
 
+def _first_key(path: str, chunk: bytes) -> None:
+    """The file's first field key must be one protobuf can hold (zeros are not)."""
+    try:
+        wire.key(wire.read_varint(chunk[:10], 0)[0], 0)
+    except wire.WireError as exc:
+        if "runs past the end" not in str(exc):  # a key cut by a short file: decode says so
+            raise ParseError(path, 0, f"not a readable HloProto: {exc}") from None
+
+
 def parse_proto_file(path: str, max_bytes: int | None = None) -> Reading:
     """One module from an `.hlo.pb` (raises NoBufferAssignment for one without)."""
     data = read_proto_bytes(path, max_bytes)
-    return parse_hlo_proto(decode_hlo_proto(data, path), path)
+    return _parse(decode_hlo_proto(data, path), path)
 
 
 def xplane_content_hash(program: str, data: bytes) -> str:
@@ -68,7 +98,15 @@ def xplane_content_hash(program: str, data: bytes) -> str:
 def parse_xplane_program(path: str, program: str, data: bytes) -> Reading:
     """One program of a profile, from its HloProto `data` (xplane.read_programs)."""
     where = f"{path}#{program}"
-    return parse_hlo_proto(decode_hlo_proto(data, where), where, "xplane")
+    return _parse(decode_hlo_proto(data, where), where, "xplane")
+
+
+def _parse(proto, where: str, form: str = "proto") -> Reading:
+    """parse_hlo_proto, a number too large for its warehouse column a ParseError."""
+    try:
+        return parse_hlo_proto(proto, where, form)
+    except ColumnOverflow as exc:
+        raise ParseError(where, 0, f"a number does not fit its warehouse column: {exc}") from None
 
 
 def combine_text_and_proto(text: Reading, proto: Reading, proto_path: str) -> Reading:

@@ -27,6 +27,7 @@ from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.model import Reading, ReadingFacts
 from bufferhouse.parse.proto import hlo_pb2, wire
 from bufferhouse.parse.proto.instructions import flatten_schedule, instructions_table
+from bufferhouse.parse.proto.invariants import check_invariants
 from bufferhouse.parse.proto.printing import (
     ShapeTexts,
     index_text,
@@ -75,17 +76,8 @@ def decode_hlo_proto(data: bytes, where: str) -> hlo_pb2.HloProto:
 
 
 def _damaged_field(data: bytes) -> str:
-    """Which top-level field of an HloProto fails to parse, with its byte range."""
-    names = {1: "hlo_module", 3: "buffer_assignment"}
-    for number, _, start, end in wire.fields(data):
-        cls = {1: hlo_pb2.HloModuleProto, 3: hlo_pb2.BufferAssignmentProto}.get(number)
-        if cls is None:
-            continue
-        try:
-            cls().ParseFromString(data[start:end])
-        except wire.DECODE_ERRORS:
-            return f"field {number} ({names[number]}) at bytes {start}..{end}"
-    return "a nested field"
+    """Which field of an HloProto, however deep, fails to parse, and at which byte."""
+    return wire.locate(data, hlo_pb2.HloProto.DESCRIPTOR) or "a nested field"
 
 
 def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str, form: str = "proto") -> Reading:
@@ -95,6 +87,7 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str, form: str = "proto") ->
     allocation indices): one that points at nothing is a ParseError naming the
     field, and no table is built.
     """
+    check_invariants(proto, where)  # the structural invariants `check` runs, by field
     module, ba = proto.hlo_module, proto.buffer_assignment
     ins = _Instructions(module, where)
     entry = _entry(module, where)

@@ -6,7 +6,12 @@ import pyarrow as pa
 
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema
 
-__all__ = ["module_schema", "module_table"]
+__all__ = ["ColumnOverflow", "module_schema", "module_table"]
+
+
+class ColumnOverflow(ValueError):
+    """A number from the proto that its warehouse column cannot hold (an int64 field
+    where the column is INTEGER): the caller names the file."""
 
 
 def module_schema(table: str) -> pa.Schema:
@@ -22,8 +27,12 @@ def module_table(name: str, columns: dict[str, object]) -> pa.Table:
         col = columns.get(f.name)
         if col is None:
             arrays.append(pa.nulls(n, f.type))
-        elif isinstance(col, (pa.Array, pa.ChunkedArray)):
-            arrays.append(col.cast(f.type) if col.type != f.type else col)
         else:
-            arrays.append(pa.array(col, f.type))
+            try:
+                if isinstance(col, (pa.Array, pa.ChunkedArray)):
+                    arrays.append(col.cast(f.type) if col.type != f.type else col)
+                else:
+                    arrays.append(pa.array(col, f.type))
+            except (pa.ArrowInvalid, OverflowError) as exc:
+                raise ColumnOverflow(f"{name}.{f.name} ({f.type}): {exc}") from None
     return pa.Table.from_arrays(arrays, schema=schema)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from bufferhouse.errors import ParseError
-from bufferhouse.parse.heapsim import HeapCycle, RefCountedHeap
+from bufferhouse.parse.heapsim import BadShare, RefCountedHeap
 from bufferhouse.parse.proto.tables import module_table
 
 __all__ = ["heap_events_table"]
@@ -90,18 +90,15 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
 
 def _replay(kinds, ids, shares, size, where, t) -> list[int]:
     """Bytes in use after each event of one trace, counted as XLA counts them."""
-    heap = RefCountedHeap(size)
+    heap = RefCountedHeap(size, len(kinds))
     out = []
     for k, (kind, b, share) in enumerate(zip(kinds, ids, shares)):
-        root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
         try:
+            root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
             left = heap.apply(kind, b, share)
-        except HeapCycle as exc:
+        except BadShare as exc:
             raise ParseError(
-                where,
-                0,
-                f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: {exc}: expected"
-                " a SHARE_WITH of another, live buffer",
+                where, 0, f"buffer_assignment.heap_simulator_traces[{t}].events[{k}]: {exc}"
             ) from None
         if left < 0:
             raise ParseError(

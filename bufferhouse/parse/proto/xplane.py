@@ -20,6 +20,7 @@ start N+1 times.
 from __future__ import annotations
 
 import gzip
+import os
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -34,9 +35,10 @@ __all__ = ["Program", "list_programs", "missing_program", "read_program", "read_
 _PLANES = 1  # XSpace.planes
 _LINES = 3  # XPlane.lines: skipped
 _HLO_STAT = "Hlo Proto"
-#: Planes larger than this are skipped over by `lines` alone; their other fields are
-#: read. A bound on what one plane's metadata may take, against a corrupt length.
-_MAX_METADATA = 1 << 34
+#: The wire type of each field the walk knows: XSpace's planes, errors, warnings and
+#: hostnames; XPlane's id, name, lines, metadata maps and stats. Any other is refused.
+_XSPACE = {1: wire.LEN, 2: wire.LEN, 3: wire.LEN, 4: wire.LEN}
+_XPLANE = {1: wire.VARINT, 2: wire.LEN, 3: wire.LEN, 4: wire.LEN, 5: wire.LEN, 6: wire.LEN}
 
 
 @dataclass(frozen=True)
@@ -54,18 +56,49 @@ class _Stream:
 
     def __init__(self, f: BinaryIO, path: str) -> None:
         self.f, self.path, self.pos = f, path, 0
+        #: The file's size when it can seek (not a .gz): no length may run past it.
+        self.size = None
+        #: The most one plane's metadata (all but `lines`) may take in memory: the file's
+        #: size, or for a .gz what its size allows (wire.inflation_bound).
+        self.limit = 1 << 34
+        if f.seekable() and not isinstance(f, gzip.GzipFile):
+            self.size = self.limit = f.seek(0, 2)
+            f.seek(0)
+        elif isinstance(f, gzip.GzipFile) and hasattr(f.fileobj, "fileno"):
+            self.limit = wire.inflation_bound(os.fstat(f.fileobj.fileno()).st_size)
+
+    def length(self, at: int, number: int, what: str) -> int:
+        """A LEN field's length, which must fit in what is left of the file."""
+        n = self.varint()
+        if n is None:
+            raise wire.WireError(at, "file ends in a field header (truncated?)")
+        if self.size is not None and n > self.size - self.pos:
+            raise wire.WireError(
+                at,
+                f"{what} field {number} is {n} bytes long but {self.size - self.pos} "
+                "remain in the file (corrupt length?)",
+            )
+        return n
 
     def read(self, n: int) -> bytes:
-        data = self.f.read(n)
-        if len(data) != n:
-            raise wire.WireError(
-                self.pos + len(data), f"file ends {n - len(data)} bytes early (truncated?)"
-            )
-        self.pos += n
-        return data
+        """`n` bytes, read a block at a time: a corrupt length costs no more memory than
+        the file holds."""
+        blocks, want = [], n
+        while want:
+            block = self.f.read(min(want, 1 << 20))
+            if not block:
+                raise wire.WireError(self.pos, f"file ends {want} bytes early (truncated?)")
+            blocks.append(block)
+            self.pos += len(block)
+            want -= len(block)
+        return b"".join(blocks)
 
     def skip(self, n: int) -> None:
-        if self.f.seekable() and not isinstance(self.f, gzip.GzipFile):
+        if self.size is not None:
+            if n > self.size - self.pos:
+                raise wire.WireError(
+                    self.pos, f"file ends {n - (self.size - self.pos)} bytes early (truncated?)"
+                )
             self.f.seek(n, 1)
             self.pos += n
             return
@@ -84,7 +117,7 @@ class _Stream:
         return value
 
     def seek_to(self, offset: int) -> None:
-        if self.f.seekable() and not isinstance(self.f, gzip.GzipFile):
+        if self.size is not None:
             self.f.seek(offset)
             self.pos = offset
         else:
@@ -100,29 +133,40 @@ def _plane_header(s: _Stream, length: int) -> bytes:
         key = s.varint()
         if key is None:
             raise wire.WireError(at, "file ends inside a plane (truncated?)")
-        number, kind = key >> 3, key & 7
+        number, kind = _known(key, at, _XPLANE, "XPlane")
         if kind == wire.LEN:
-            n = s.varint()
-            if n is None or s.pos + n > end:
+            n = s.length(at, number, "XPlane")
+            if s.pos + n > end:
                 raise wire.WireError(at, f"XPlane field {number} runs past its plane")
             if number == _LINES:
                 s.skip(n)
                 continue
-            if len(kept) + n > _MAX_METADATA:
-                raise wire.WireError(at, "XPlane metadata larger than 16 GiB (corrupt length?)")
+            if len(kept) + n > s.limit:
+                raise wire.WireError(
+                    at,
+                    f"XPlane metadata past {s.limit} bytes, more than the file can hold "
+                    f"({wire.RATIO} times its size for a .gz): corrupt length or a gzip bomb?",
+                )
             kept += wire.encode_varint(key) + wire.encode_varint(n) + s.read(n)
         elif kind == wire.VARINT:
             value = s.varint()
             if value is None:
                 raise wire.WireError(at, "file ends inside a plane (truncated?)")
             kept += wire.encode_varint(key) + wire.encode_varint(value)
-        elif kind in (wire.I64, wire.I32):
-            kept += wire.encode_varint(key) + s.read(8 if kind == wire.I64 else 4)
         else:
-            raise wire.WireError(at, f"XPlane field {number} has wire type {kind}")
+            kept += wire.encode_varint(key) + s.read(8 if kind == wire.I64 else 4)
     if s.pos != end:
         raise wire.WireError(s.pos, "a field runs past the end of its plane")
     return bytes(kept)
+
+
+def _known(key: int, at: int, declared: dict[int, int], what: str) -> tuple[int, int]:
+    """(field number, wire type) of a key: a valid one, of the declared type if declared."""
+    number, kind = wire.key(key, at)
+    want = declared.get(number, kind)
+    if kind != want:
+        raise wire.WireError(at, f"{what} field {number} has wire type {kind}, expected {want}")
+    return number, kind
 
 
 def _planes(f: BinaryIO, path: str, target: int = 0):
@@ -134,18 +178,14 @@ def _planes(f: BinaryIO, path: str, target: int = 0):
         key = s.varint()
         if key is None:
             return
-        number, kind = key >> 3, key & 7
+        number, kind = _known(key, at, _XSPACE, "not an XSpace:")
         if kind == wire.VARINT:
             s.varint()
             continue
         if kind in (wire.I64, wire.I32):
-            s.read(8 if kind == wire.I64 else 4)
+            s.skip(8 if kind == wire.I64 else 4)
             continue
-        if kind != wire.LEN:
-            raise wire.WireError(at, f"not an XSpace: field {number} has wire type {kind}")
-        n = s.varint()
-        if n is None:
-            raise wire.WireError(at, "file ends in a field header (truncated?)")
+        n = s.length(at, number, "XSpace")
         if number != _PLANES or s.pos < target:
             s.skip(n)  # errors, warnings, hostnames; planes before the one wanted
             continue
