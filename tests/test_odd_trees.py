@@ -59,8 +59,28 @@ def test_a_tree_1100_directories_deep_is_walked(tmp_path):
         path = os.path.join(path, "d")
         os.mkdir(path)
     shutil.copy(ONE_SAMPLE, path)
-    report = bufferhouse.ingest([deep], db=tmp_path / "w.duckdb", jobs=1)
-    assert report.ok and len(report.loaded) == 1
+    try:
+        report = bufferhouse.ingest([deep], db=tmp_path / "w.duckdb", jobs=1)
+        assert report.ok and len(report.loaded) == 1
+    finally:
+        _remove_deep(str(deep))
+
+
+def _remove_deep(top: str) -> None:
+    """Remove a tree too deep for shutil.rmtree (it recurses: pytest's own clean-up of
+    old temporary folders would raise RecursionError on it, in a later run too)."""
+    dirs, stack = [], [top]
+    while stack:
+        d = stack.pop()
+        dirs.append(d)
+        with os.scandir(d) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+    for d in reversed(dirs):
+        os.rmdir(d)
 
 
 def _call_chain(depth: int) -> bytes:
