@@ -128,7 +128,7 @@ def run_xplane(data: bytes, original: dict[str, bytes]) -> list[object]:
         hlo = got.get((p.name, p.offset))
         if hlo is None or original.get(p.name) == hlo:
             continue  # missing (counted by the ingest), or unchanged: parsed once already
-        parsed.append(parse_xplane_program("x.xplane.pb", p.name, hlo, p.backend))
+        parsed.append(parse_xplane_program("x.xplane.pb", p.name, hlo))
     return parsed
 
 
@@ -150,7 +150,7 @@ def bomb_rss(gib: int, head: bytes) -> dict:
             "from bufferhouse.parse.proto import parse_proto_file\n"
             "rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024\n"
             "before, t = rss(), time.perf_counter()\n"
-            "try:\n    parse_proto_file(sys.argv[1], 'cpu'); msg = 'parsed'\n"
+            "try:\n    parse_proto_file(sys.argv[1]); msg = 'parsed'\n"
             "except DumpError as exc:\n    msg = exc.message\n"
             "print(time.perf_counter() - t, before, rss())\n"
             "print(msg)\n"

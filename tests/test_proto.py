@@ -805,7 +805,7 @@ def test_damaged_profiles_fail_with_a_located_error(tmp_path_factory, data) -> N
         return
     for p, hlo in programs:
         try:
-            parsed = parse_xplane_program(str(path), p.name, hlo, p.backend)
+            parsed = parse_xplane_program(str(path), p.name, hlo)
         except DumpError as exc:
             assert exc.path == f"{path}#{p.name}" and exc.message
             continue

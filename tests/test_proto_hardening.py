@@ -282,7 +282,7 @@ def test_a_gzip_bomb_is_refused_before_it_is_read_whole(
     counted = _Counted(proto_pkg.open_dump)
     monkeypatch.setattr(proto_pkg, "open_dump", counted)
     with pytest.raises(DumpError) as info:
-        proto_pkg.parse_proto_file(str(path), "cpu")
+        proto_pkg.parse_proto_file(str(path))
     assert info.value.path == str(path)
     assert message in info.value.message
     assert counted.read <= (1 << 20) + (proto_pkg.FLOOR if bound == "FLOOR" else 0)
@@ -434,7 +434,7 @@ def test_a_module_number_past_its_column_is_a_located_error(tmp_path: Path) -> N
     path = tmp_path / "module_0001.jit_wide.cpu_after_optimizations.hlo.pb"
     path.write_bytes(proto.SerializeToString())
     with pytest.raises(DumpError) as info:
-        proto_pkg.parse_proto_file(str(path), "cpu")
+        proto_pkg.parse_proto_file(str(path))
     assert info.value.path == str(path)
     assert info.value.message.startswith(
         "a number does not fit its warehouse column: instructions.parameter_number (int32)"
