@@ -111,6 +111,7 @@ def ingest_paths(
     if not groups and not os.path.exists(path):
         # Nothing to read: no empty warehouse is left behind (the CLI says nothing was found).
         return IngestReport(path, new_run_id(), seconds=time.monotonic() - started)
+    created = not os.path.exists(path)
     con = open_connection(path, read_only=False, wait=wait)
     try:
         ensure_schema(con, path)
@@ -131,7 +132,7 @@ def ingest_paths(
         # batch: 2.9). The log may grow to CHECKPOINT_LOG before it is folded in, and the
         # last of it is folded in when the ingest closes the warehouse.
         con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_LOG}'")
-        return ingest_into(
+        report = ingest_into(
             writer,
             groups,
             path,
@@ -147,6 +148,12 @@ def ingest_paths(
         ) from None
     finally:
         con.close()
+    if created and report.found_nothing:
+        # Logs without OOM messages (a wrong directory, a venv): no empty warehouse stays.
+        for leftover in (path, path + ".wal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(leftover)
+    return report
 
 
 def run_batches(

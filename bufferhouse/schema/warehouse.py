@@ -101,8 +101,13 @@ def open_connection(
     *,
     read_only: bool = True,
     wait: float = 0.0,
+    own_instance: bool = False,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse, waiting up to `wait` seconds for a conflicting lock."""
+    """Open the warehouse, waiting up to `wait` seconds for a conflicting lock.
+
+    `own_instance` (read-only): a DuckDB instance of this connection's own (see
+    _open_own_instance), whose settings no other connection shares.
+    """
     path = os.fspath(db) if db is not None else default_db()
     if read_only and not os.path.exists(path):
         raise WarehouseError(
@@ -128,7 +133,10 @@ def open_connection(
     told = False
     while True:
         try:
-            con = duckdb.connect(path, read_only=read_only, config=config)
+            if own_instance:
+                con = _open_own_instance(path)
+            else:
+                con = duckdb.connect(path, read_only=read_only, config=config)
             break
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
@@ -148,10 +156,32 @@ def open_connection(
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.01)))
             delay = min(delay * 2, 1.0)
     # No progress bar: DuckDB draws it on stdout, into the data a query writes there.
-    # A sealed connection (connect_sealed) locks the configuration of the database
-    # this process holds open; a later connection to it keeps DuckDB's default.
-    with contextlib.suppress(duckdb.InvalidInputException):
+    with contextlib.suppress(duckdb.InvalidInputException):  # a configuration locked by its owner
         con.execute("SET enable_progress_bar = false")
+    return con
+
+
+#: Catalog name of the warehouse in a connection of its own instance.
+OWN_ALIAS = "warehouse"
+
+
+def _open_own_instance(path: str) -> duckdb.DuckDBPyConnection:
+    """The warehouse attached read-only to a new in-memory DuckDB instance.
+
+    duckdb.connect(path) shares one instance, and its settings, between every
+    connection to that file in the process: a sealed connection's locked
+    configuration would lock the user's own connection (bufferhouse.connect in a
+    notebook) and fail the next sealed one. A private instance is sealed alone
+    and goes when its connection closes. DuckDB still refuses to attach a file
+    this process holds open for writing.
+    """
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"ATTACH ? AS {OWN_ALIAS} (READ_ONLY)", [path])
+        con.execute(f"USE {OWN_ALIAS}")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -362,7 +392,7 @@ ATTACHED_KEY = "attached_from"
 
 
 def connect_sealed(
-    db: str | os.PathLike[str] | None = None, *, allow_files: bool = False
+    db: str | os.PathLike[str] | None = None, *, allow_files: bool = False, wait: float = 0.0
 ) -> duckdb.DuckDBPyConnection:
     """A read-only connection for SQL someone types (`sql`, `query`, the report).
 
@@ -372,9 +402,18 @@ def connect_sealed(
     read that dataset (and only it); over a dataset at a URL, external access stays
     on (its extension reads the network). `allow_files` leaves DuckDB's defaults: the SQL
     may then read and write any file the user can, as the duckdb shell does.
+
+    Each sealed connection is a DuckDB instance of its own (open_connection's
+    own_instance), so sealing it never touches another connection to the file;
+    `wait` seconds it waits for a writer to let go of the file, as ingest does.
     """
     path = os.fspath(db) if db is not None else default_db()
-    con = connect(path, read_only=True)
+    con = open_connection(path, read_only=True, wait=wait, own_instance=True)
+    try:
+        check_version(con, path)
+    except Exception:
+        con.close()
+        raise
     if allow_files:
         return con
     try:
