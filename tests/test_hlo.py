@@ -1,4 +1,4 @@
-"""HLO instruction text and stack-frame tables (format.md §4.2, §11.7–11.8)."""
+"""HLO instruction text and stack-frame tables (docs/format.md §4.2, §11.7–11.8)."""
 
 from __future__ import annotations
 
