@@ -173,6 +173,7 @@ _ENGINE_SCRIPT = r"""
 import json, sys
 import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
+con.execute("SET enable_progress_bar = false")  # drawn on stdout when a query passes 2 s
 out = {"version": duckdb.__version__}
 for sql in json.loads(sys.argv[2]):
     try:

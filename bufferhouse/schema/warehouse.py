@@ -175,9 +175,11 @@ def _open_own_instance(path: str) -> duckdb.DuckDBPyConnection:
     and goes when its connection closes. DuckDB still refuses to attach a file
     this process holds open for writing.
     """
+    from bufferhouse.schema import sql_string  # ATTACH binds no parameter before duckdb 2
+
     con = duckdb.connect(":memory:")
     try:
-        con.execute(f"ATTACH ? AS {OWN_ALIAS} (READ_ONLY)", [path])
+        con.execute(f"ATTACH {sql_string(path)} AS {OWN_ALIAS} (READ_ONLY)")
         con.execute(f"USE {OWN_ALIAS}")
     except BaseException:
         con.close()
