@@ -27,6 +27,8 @@ import pytest
 from bufferhouse import queries
 from tests.conftest import SAMPLES, pip_target, run_with
 
+pytestmark = pytest.mark.slow  # installs and runs older DuckDB releases
+
 ROOT = Path(__file__).resolve().parent.parent
 OLDEST = "duckdb>=1.4,<1.5"
 

@@ -187,6 +187,7 @@ def _ingest_cli(paths: list[Path], out: Path, label: str) -> subprocess.Popen:
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_equal_one_warehouse(fleet_db, tmp_path):
     """Overlapping shards from two processes: attach dedups to the warehouse's answers."""
     out = tmp_path / "shared"
@@ -493,6 +494,7 @@ def test_pyarrow_pandas_and_polars_read_every_table_with_its_declared_types(
     assert frame.height == rows
 
 
+@pytest.mark.slow
 def test_spark_reads_every_table_with_its_declared_types(with_empty_tables):
     pytest.importorskip("pyspark")
     from pyspark.sql.pandas.types import from_arrow_type

@@ -244,6 +244,7 @@ INSTRUCTION_ALPHABET = '%= fu32[]{}(),:/*"\\abcdefkmnoprstxyz.0123456789\n'
 
 
 @given(st.one_of(st.text(), st.text(alphabet=INSTRUCTION_ALPHABET)))
+@pytest.mark.slow
 def test_arbitrary_text_raises_only_instruction_syntax_error(text):
     with contextlib.suppress(InstructionSyntaxError):
         parse_instruction(text)

@@ -77,6 +77,7 @@ def small_groups_db(tmp_path_factory):
     return path, order
 
 
+@pytest.mark.slow
 def test_ids_strictly_increase_in_ingest_order(small_groups_db):
     path, order = small_groups_db
     assert order == sorted(order) and len(set(order)) == len(order)
@@ -221,6 +222,7 @@ def test_a_writer_upgrades_version_1_in_place(version_1_db):
     assert check_warehouse(db).ok, check_warehouse(db).lines()
 
 
+@pytest.mark.slow
 def test_a_failed_upgrade_leaves_version_1(version_1_db, monkeypatch):
     from bufferhouse.schema import warehouse
 
@@ -312,6 +314,7 @@ def test_a_failed_background_write_stops_the_run_and_reports_no_module_of_it():
 
 
 @pytest.mark.parametrize("combine_bytes", [0, 64 << 20], ids=["chunk by chunk", "joined first"])
+@pytest.mark.slow
 def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(
     tmp_path, monkeypatch, combine_bytes
 ):

@@ -26,6 +26,8 @@ from bufferhouse.parse.discover import discover
 from bufferhouse.parse.text import vector
 from tests.conftest import CORPUS, SAMPLES
 
+pytestmark = pytest.mark.slow  # ingests in subprocesses, parser kills
+
 #: `bufferhouse ingest` whose parser processes die (SIGKILL, as the kernel's OOM
 #: killer or a crash in a native library would end them) on any module named
 #: `poison`. The fork server imports this script as the main module, so every

@@ -349,6 +349,7 @@ def test_an_ambiguous_name_picks_deterministically_and_says_so(fleet_db):
     assert by_hash.chosen == first.others[0] and by_hash.note() is None
 
 
+@pytest.mark.slow
 def test_an_ambiguous_name_draws_the_most_recently_ingested(tmp_path):
     """README: a name compiled into several modules draws the most recently ingested
     one. The older release is ingested last here, so ingest order, not the release
@@ -481,6 +482,7 @@ def test_report_data_equals_the_queries(fleet_db):
         ]
 
 
+@pytest.mark.slow
 def test_report_label_scope_and_baseline(labelled_db):
     with visual.open_warehouse(labelled_db) as con:
         data = report.gather(
@@ -620,6 +622,7 @@ def chromium():
     return exe
 
 
+@pytest.mark.slow
 def test_report_opens_in_headless_chromium(chromium, labelled_db, tmp_path):
     from tests.cdp import Chromium
 
