@@ -124,6 +124,7 @@ def test_label_diff_matches_memory_analysis(versions_db, manifest):
     assert result.buffers is None and result.gate is None
 
 
+@pytest.mark.slow
 def test_dump_tree_diff_matches_memory_analysis(manifest, tmp_path, monkeypatch):
     """Split-format dumps (0.10.2) too; the temporary warehouses are removed."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))

@@ -168,6 +168,7 @@ def test_unknown_table_names_the_valid_ones(fleet_db, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_export_by_label(tmp_path):
     db = tmp_path / "labelled.duckdb"
     bufferhouse.ingest(SAMPLES, db=db, labels={"set": "samples"}, jobs=1)
@@ -252,6 +253,7 @@ def test_rerun_skips_modules_the_dataset_has(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_parts_hold_many_modules(tmp_path):
     out = tmp_path / "out"
     report = ingest_to_parquet([CORPUS / "jax-0.6.2"], out, jobs=1, max_modules=20)

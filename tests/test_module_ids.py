@@ -88,6 +88,7 @@ def test_ids_strictly_increase_in_ingest_order(small_groups_db):
     assert stored == order  # the second run's ids are above the first run's
 
 
+@pytest.mark.slow
 def test_row_groups_hold_disjoint_id_ranges(small_groups_db):
     """Each row group's module_id min/max lies above the previous one's: zone maps prune."""
     path, _ = small_groups_db
@@ -113,6 +114,7 @@ def test_row_groups_hold_disjoint_id_ranges(small_groups_db):
     assert spanning >= 4  # the property was tested on tables of several row groups
 
 
+@pytest.mark.slow
 def test_check_passes_on_many_row_groups(small_groups_db):
     """`bufferhouse check` agrees (the damage it finds is in test_check)."""
     path, _ = small_groups_db
@@ -181,6 +183,7 @@ def version_1_db(tmp_path):
     return db, before
 
 
+@pytest.mark.slow
 def test_readers_of_version_1_are_told_how_to_upgrade(version_1_db):
     db, _ = version_1_db
     with pytest.raises(SchemaVersionError, match="Open it for writing once to upgrade it in place"):
@@ -189,6 +192,7 @@ def test_readers_of_version_1_are_told_how_to_upgrade(version_1_db):
     assert result.exit_code != 0 and "bufferhouse ingest DUMPS --db" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_writer_upgrades_version_1_in_place(version_1_db):
     db, before = version_1_db
     report = bufferhouse.ingest([SAMPLES], db=db, labels=["again=yes"], jobs=1)
@@ -245,6 +249,7 @@ def test_a_failed_upgrade_leaves_version_1(version_1_db, monkeypatch):
 # --- datasets: ids per writer, content_hash as identity ---------------------------------
 
 
+@pytest.mark.slow
 def test_attach_refuses_one_id_for_two_modules(tmp_path):
     """Datasets merged by a glob: an id naming two content hashes is an error, not a mix."""
     import pyarrow.parquet as pq

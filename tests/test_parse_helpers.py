@@ -106,6 +106,7 @@ def _table(db: Path, name: str) -> list[tuple]:
         return con.execute(f"SELECT * EXCLUDE (module_id) FROM {name} ORDER BY ALL").fetchall()
 
 
+@pytest.mark.slow
 def test_an_ingest_with_spare_cores_stores_what_one_thread_stores(tmp_path, monkeypatch):
     files = LARGE[1]
     monkeypatch.setattr(schedule, "THREADS_MIN_BYTES", 0)

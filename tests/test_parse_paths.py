@@ -88,6 +88,7 @@ def test_the_vectorized_scanner_reads_files_in_any_chunks(monkeypatch, chunk):
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 24])
+@pytest.mark.slow
 def test_the_vectorized_scanner_reads_glued_used_values(tmp_path, monkeypatch, chunk):
     """2024-01-16 .. 2024-11-01 dumps (each value's header glued to the previous
     from instruction text) are read by the vectorized scanner too, in any chunks,
