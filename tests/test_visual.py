@@ -522,6 +522,7 @@ def test_report_of_an_empty_warehouse(tmp_path):
     assert "Nothing to show." in written.path.read_text()
 
 
+@pytest.mark.slow
 def test_report_baseline_without_the_diff_stage(labelled_db, monkeypatch):
     """Without bufferhouse.compare the report falls back to a per-name heap-peak delta."""
     monkeypatch.setitem(sys.modules, "bufferhouse.compare", None)  # import raises ImportError
@@ -551,6 +552,7 @@ def test_report_baseline_without_the_diff_stage(labelled_db, monkeypatch):
     assert "bufferhouse diff pairs recompiled modules more carefully" in data.changes_note
 
 
+@pytest.mark.slow
 def test_report_html_is_self_contained(labelled_db, tmp_path):
     written = visual.write_report(
         tmp_path / "r.html", db=labelled_db, label="run=nightly", baseline="run=previous"
@@ -663,6 +665,7 @@ def test_report_opens_in_headless_chromium(chromium, labelled_db, tmp_path):
     assert width == 1280 and height > 3000
 
 
+@pytest.mark.slow
 def test_the_browser_check_would_catch_a_request(chromium, labelled_db, tmp_path):
     """Control: a report with an external image is caught (the CSP blocks it, the log says so)."""
     from tests.cdp import Chromium
