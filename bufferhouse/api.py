@@ -79,17 +79,23 @@ def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True,
     return _connect(db, read_only=read_only, wait=wait)
 
 
-def query(name: str, db: str | os.PathLike[str] | None = None, **params: object):
-    """Run a canned query on the warehouse; returns a pyarrow Table.
+def query(
+    name: str, db: str | os.PathLike[str] | None = None, *, wait: float = 0.0, **params: object
+):
+    """Run a canned query on the warehouse; returns a pyarrow Table. `wait`: seconds to
+    wait for a writer (an ingest) to let go of the file.
 
     >>> bufferhouse.query("peak-buffers", db="fleet.duckdb", module="jit_train_step")
     """
     q = queries.get(name)  # fail on an unknown name or parameter before opening anything
-    module = q.bind(params).get("module")
-    with connect_sealed(db) as con:
+    bound = q.bind(params)
+    with connect_sealed(db, wait=wait) as con:
         queries.use_package_views(con)
-        if module is not None:  # a typo is an error with suggestions, not an empty table
-            queries.require_module(con, str(module))
+        # A selector that matches nothing (a typo) is an error, not an empty table.
+        if bound.get("module") is not None:
+            queries.require_module(con, str(bound["module"]))
+        if bound.get("event") is not None:
+            queries.require_event(con, str(bound["event"]))
         return queries.run(con, q.name, params)
 
 
@@ -99,13 +105,15 @@ def sql(
     params: list | dict | None = None,
     *,
     allow_files: bool = False,
+    wait: float = 0.0,
 ):
     """Run one ad-hoc SQL statement (read-only) on the warehouse; returns a pyarrow Table.
 
     The SQL sees only the warehouse: no other files, network or extensions, unless
     `allow_files` (then it may read and write files, as the duckdb shell does).
+    `wait`: seconds to wait for a writer (an ingest) to let go of the file.
     """
-    with connect_sealed(db, allow_files=allow_files) as con:
+    with connect_sealed(db, allow_files=allow_files, wait=wait) as con:
         queries.use_package_views(con)
         return queries.run_sql(con, text, params)
 

@@ -71,6 +71,14 @@ class UnknownModuleError(QueryError):
         super().__init__(message)
 
 
+class UnknownEventError(QueryError):
+    """No OOM event in the warehouse matches the event id or hash prefix given."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
+
+
 class PlotError(BufferhouseError):
     """A plot or report cannot be drawn as asked (nothing to draw, unknown output format)."""
 

@@ -21,6 +21,8 @@ from bufferhouse.parse import shapes
 from tests.conftest import SAMPLES
 from tests.test_ingest_oracles import _recomputed_peak, peak_list_problems
 
+pytestmark = pytest.mark.slow  # synthetic modules of many MB
+
 FORMATS = ("combined", "stacktrace", "split")
 
 

@@ -24,6 +24,8 @@ from bufferhouse.check import check_warehouse
 from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 
+pytestmark = pytest.mark.slow  # real processes holding the warehouse
+
 HOLD = """
 import sys, duckdb
 con = duckdb.connect(sys.argv[1], read_only=sys.argv[2] == "ro")

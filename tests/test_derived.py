@@ -125,6 +125,7 @@ def test_warehouse_free_derivation_equals_the_warehouse(fleet_db):
                 assert sorted(rows, key=repr) == sorted(want, key=repr), (table.name, module_id)
 
 
+@pytest.mark.slow
 def test_a_writer_upgrades_version_2_in_place(tmp_path):
     db = tmp_path / "v2.duckdb"
     assert bufferhouse.ingest([SAMPLES, CORPUS / "jax-0.7.2"], db=db, jobs=1).ok

@@ -114,6 +114,7 @@ def _check_against_manifest(result, manifest: dict, base: str, head: str) -> Non
     assert any(r["delta_bytes"] for r in rows if r["metric"] in ORACLE)
 
 
+@pytest.mark.slow
 def test_label_diff_matches_memory_analysis(versions_db, manifest):
     result = bufferhouse.diff("jax=0.6.2", "jax=0.7.2", db=versions_db)
     assert (result.base.kind, result.base.modules, result.head.modules) == ("label", 63, 63)
@@ -124,6 +125,7 @@ def test_label_diff_matches_memory_analysis(versions_db, manifest):
     assert result.buffers is None and result.gate is None
 
 
+@pytest.mark.slow
 def test_dump_tree_diff_matches_memory_analysis(manifest, tmp_path, monkeypatch):
     """Split-format dumps (0.10.2) too; the temporary warehouses are removed."""
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -135,6 +137,7 @@ def test_dump_tree_diff_matches_memory_analysis(manifest, tmp_path, monkeypatch)
     assert [p for p in tmp_path.iterdir() if not p.name.startswith("pymp-")] == []
 
 
+@pytest.mark.slow
 def test_gate_against_manifest_totals(versions_db, manifest):
     """--peak total --fail-above: exactly the modules whose printed total grew past it."""
     base = _manifest_figures(manifest, "0.6.2")
@@ -153,6 +156,7 @@ def test_gate_against_manifest_totals(versions_db, manifest):
     assert want  # the last threshold catches something
 
 
+@pytest.mark.slow
 def test_self_diff_is_zero_everywhere(versions_db):
     result = bufferhouse.diff(
         "jax=0.7.2", "jax=0.7.2", db=versions_db, module="jit_transformer_block", fail_above=0

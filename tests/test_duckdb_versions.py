@@ -27,6 +27,8 @@ import pytest
 from bufferhouse import queries
 from tests.conftest import SAMPLES, pip_target, run_with
 
+pytestmark = pytest.mark.slow  # installs and runs older DuckDB releases
+
 ROOT = Path(__file__).resolve().parent.parent
 OLDEST = "duckdb>=1.4,<1.5"
 
@@ -41,8 +43,13 @@ samples, db, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 out = {"duckdb": duckdb.__version__}
 if mode == "full":
     out["loaded"] = len(bufferhouse.ingest(samples, db, jobs=1).loaded)
-con = bufferhouse.connect(db)  # the README's notebook example, verbatim
+con = bufferhouse.connect(db)  # the notebook pattern: a connection of one's own open ...
 out["top2"] = [r[2] for r in con.sql("FROM bh_top_modules(top := 2)").fetchall()]
+notebook = []
+for _ in range(2):  # ... beside sealed sql and query calls, any number of them (issue 27)
+    notebook.append(bufferhouse.sql("SELECT count(*) AS n FROM modules", db).to_pylist())
+    notebook.append(bufferhouse.query("top-modules", db, top=2).num_rows)
+out["notebook"] = notebook
 out["again"] = con.sql("SELECT count(*) FROM modules").fetchall()[0][0]
 con.close()
 with bufferhouse.connect(db, read_only=False) as con:
@@ -85,6 +92,7 @@ def test_the_api_on_both_duckdb_majors(tmp_path, oldest_duckdb):
         assert run["loaded"] == 5
         assert run["top2"] == ["003_186bba49641ec33a", "001_58de9a4b501a9eb8"]
         assert run["again"] == 5 and run["sql"] == [{"n": 5}]
+        assert run["notebook"] == [[{"n": 5}], 2] * 2
         assert run["diff"][0] is False
     assert oldest["queries"] == newest["queries"]
     assert oldest["diff"] == newest["diff"]
@@ -102,6 +110,7 @@ def test_reading_on_the_oldest_duckdb(tmp_path, samples_db, oldest_duckdb):
     for run in (newest, oldest):
         assert run["top2"] == ["003_186bba49641ec33a", "001_58de9a4b501a9eb8"]
         assert run["again"] == 5 and run["sql"] == [{"n": 5}] and run["writable"] > 0
+        assert run["notebook"] == [[{"n": 5}], 2] * 2
     assert oldest["queries"] == newest["queries"]
 
 
@@ -166,6 +175,7 @@ _ENGINE_SCRIPT = r"""
 import json, sys
 import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
+con.execute("SET enable_progress_bar = false")  # drawn on stdout when a query passes 2 s
 out = {"version": duckdb.__version__}
 for sql in json.loads(sys.argv[2]):
     try:

@@ -1,4 +1,4 @@
-"""One hand-made fixture per edge case of format.md §11 / §9, with expectations
+"""One hand-made fixture per edge case of docs/format.md §11 / §9, with expectations
 worked out by hand from the format (not from the parser's output)."""
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def test_live_range_not_available(edge_db):
 
 def test_stdout_log_members_parse_like_files(edge_db):
     """`--xla_dump_to=-` logs: the files between `*** Begin/End NAME ***` lines load
-    exactly as the same files on disk (format.md §1.2, §11.17)."""
+    exactly as the same files on disk (docs/format.md §1.2, §11.17)."""
     from bufferhouse.parse import parse_module
     from bufferhouse.parse.discover import discover
     from tests.conftest import SAMPLES

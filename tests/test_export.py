@@ -168,6 +168,7 @@ def test_unknown_table_names_the_valid_ones(fleet_db, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_export_by_label(tmp_path):
     db = tmp_path / "labelled.duckdb"
     bufferhouse.ingest(SAMPLES, db=db, labels={"set": "samples"}, jobs=1)
@@ -187,6 +188,7 @@ def _ingest_cli(paths: list[Path], out: Path, label: str) -> subprocess.Popen:
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_two_writers_at_once_equal_one_warehouse(fleet_db, tmp_path):
     """Overlapping shards from two processes: attach dedups to the warehouse's answers."""
     out = tmp_path / "shared"
@@ -251,6 +253,7 @@ def test_rerun_skips_modules_the_dataset_has(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_parts_hold_many_modules(tmp_path):
     out = tmp_path / "out"
     report = ingest_to_parquet([CORPUS / "jax-0.6.2"], out, jobs=1, max_modules=20)
@@ -493,6 +496,7 @@ def test_pyarrow_pandas_and_polars_read_every_table_with_its_declared_types(
     assert frame.height == rows
 
 
+@pytest.mark.slow
 def test_spark_reads_every_table_with_its_declared_types(with_empty_tables):
     pytest.importorskip("pyspark")
     from pyspark.sql.pandas.types import from_arrow_type

@@ -25,6 +25,8 @@ import bufferhouse
 from bufferhouse.check import check_warehouse
 from tests.conftest import CORPUS, SAMPLES
 
+pytestmark = pytest.mark.slow  # kill trials of real ingests
+
 KILL_TRIALS = 20
 #: Half the kill trials commit every module (instead of the default large
 #: batches), so the kills also land between and inside many small commits.

@@ -36,6 +36,8 @@ from bufferhouse.parse.discover import discover
 from bufferhouse.schema import MODULE_TABLES
 from tests.conftest import CORPUS, SAMPLES
 
+pytestmark = pytest.mark.slow  # hypothesis over mutated dumps
+
 _COMMON = {
     "deadline": None,
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],

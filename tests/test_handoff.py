@@ -19,6 +19,8 @@ from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS
 
+pytestmark = pytest.mark.slow  # parallel ingests through worker processes
+
 
 @pytest.fixture
 def shared(tmp_path, monkeypatch):

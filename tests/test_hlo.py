@@ -1,4 +1,4 @@
-"""HLO instruction text and stack-frame tables (format.md §4.2, §11.7–11.8)."""
+"""HLO instruction text and stack-frame tables (docs/format.md §4.2, §11.7–11.8)."""
 
 from __future__ import annotations
 
@@ -244,6 +244,7 @@ INSTRUCTION_ALPHABET = '%= fu32[]{}(),:/*"\\abcdefkmnoprstxyz.0123456789\n'
 
 
 @given(st.one_of(st.text(), st.text(alphabet=INSTRUCTION_ALPHABET)))
+@pytest.mark.slow
 def test_arbitrary_text_raises_only_instruction_syntax_error(text):
     with contextlib.suppress(InstructionSyntaxError):
         parse_instruction(text)

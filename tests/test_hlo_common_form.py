@@ -12,11 +12,14 @@ import gzip
 import zlib
 from pathlib import Path
 
+import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from bufferhouse.parse import hlo
 from bufferhouse.parse.hlo import InstructionSyntaxError, parse_instruction
+
+pytestmark = pytest.mark.slow  # every generated and damaged instruction text, both parsers
 
 DATA = Path(__file__).parent / "data"
 MARK = " from instruction:"

@@ -415,6 +415,7 @@ def test_sample_003_fragmentation_and_heap_peak(fleet_db):
     assert modules.column("logical_peak_bytes").to_pylist() == [4210772]
 
 
+@pytest.mark.slow
 def test_heap_timeline_maximum_is_heap_peak(fleet_db):
     """The SQL sweep (heap-timeline) and the ingest-time sweep agree for every module."""
     with _con(fleet_db) as con:
@@ -436,6 +437,7 @@ def test_heap_timeline_maximum_is_heap_peak(fleet_db):
     assert checked > 190
 
 
+@pytest.mark.slow
 def test_reingest_adds_nothing(tmp_path):
     db = tmp_path / "w.duckdb"
     first = bufferhouse.ingest([SAMPLES, CORPUS / "jax-0.10.2"], db=db, jobs=2)

@@ -30,6 +30,8 @@ from tests.test_hlo_common_form import (
     instruction_texts,
 )
 
+pytestmark = pytest.mark.slow  # every generated and damaged instruction text, both parsers
+
 
 def expected(text: str) -> dict | None:
     """What parse_batch stored for `text` before the column reader: a row, or None."""

@@ -1,4 +1,4 @@
-"""The house rules of the package layout (CONTRIBUTING.md), checked by
+"""The house rules of the package layout (docs/architecture.md), checked by
 import-linter with the contracts in pyproject.toml."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ LONG_FILES = {"bufferhouse/schema/tables.py"}
 
 
 def test_no_room_too_big_to_hold():
-    """No module of the package over 600 lines (CONTRIBUTING.md)."""
+    """No module of the package over 600 lines (docs/architecture.md)."""
     long = {
         str(path.relative_to(ROOT)): n
         for path in (ROOT / "bufferhouse").rglob("*.py")

@@ -77,6 +77,7 @@ def small_groups_db(tmp_path_factory):
     return path, order
 
 
+@pytest.mark.slow
 def test_ids_strictly_increase_in_ingest_order(small_groups_db):
     path, order = small_groups_db
     assert order == sorted(order) and len(set(order)) == len(order)
@@ -87,6 +88,7 @@ def test_ids_strictly_increase_in_ingest_order(small_groups_db):
     assert stored == order  # the second run's ids are above the first run's
 
 
+@pytest.mark.slow
 def test_row_groups_hold_disjoint_id_ranges(small_groups_db):
     """Each row group's module_id min/max lies above the previous one's: zone maps prune."""
     path, _ = small_groups_db
@@ -112,6 +114,7 @@ def test_row_groups_hold_disjoint_id_ranges(small_groups_db):
     assert spanning >= 4  # the property was tested on tables of several row groups
 
 
+@pytest.mark.slow
 def test_check_passes_on_many_row_groups(small_groups_db):
     """`bufferhouse check` agrees (the damage it finds is in test_check)."""
     path, _ = small_groups_db
@@ -181,6 +184,7 @@ def version_1_db(tmp_path):
     return db, before
 
 
+@pytest.mark.slow
 def test_readers_of_version_1_are_told_how_to_upgrade(version_1_db):
     db, _ = version_1_db
     with pytest.raises(SchemaVersionError, match="Open it for writing once to upgrade it in place"):
@@ -189,6 +193,7 @@ def test_readers_of_version_1_are_told_how_to_upgrade(version_1_db):
     assert result.exit_code != 0 and "bufferhouse ingest DUMPS --db" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_writer_upgrades_version_1_in_place(version_1_db):
     db, before = version_1_db
     report = bufferhouse.ingest([SAMPLES], db=db, labels=["again=yes"], jobs=1)
@@ -222,6 +227,7 @@ def test_a_writer_upgrades_version_1_in_place(version_1_db):
     assert check_warehouse(db).ok, check_warehouse(db).lines()
 
 
+@pytest.mark.slow
 def test_a_failed_upgrade_leaves_version_1(version_1_db, monkeypatch):
     from bufferhouse.schema import warehouse
 
@@ -244,6 +250,7 @@ def test_a_failed_upgrade_leaves_version_1(version_1_db, monkeypatch):
 # --- datasets: ids per writer, content_hash as identity ---------------------------------
 
 
+@pytest.mark.slow
 def test_attach_refuses_one_id_for_two_modules(tmp_path):
     """Datasets merged by a glob: an id naming two content hashes is an error, not a mix."""
     import pyarrow.parquet as pq
@@ -313,6 +320,7 @@ def test_a_failed_background_write_stops_the_run_and_reports_no_module_of_it():
 
 
 @pytest.mark.parametrize("combine_bytes", [0, 64 << 20], ids=["chunk by chunk", "joined first"])
+@pytest.mark.slow
 def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(
     tmp_path, monkeypatch, combine_bytes
 ):

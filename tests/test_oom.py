@@ -338,6 +338,7 @@ def test_first_line_only_prefix_and_tf_wrapper():
     assert e.buffers[0]["op_type"] == "MatMul" and e.buffers[0]["opcode"] == "custom-call"
 
 
+@pytest.mark.slow
 def test_several_per_file_gzip_and_every_chunk_size():
     scan = scan_file(str(OOM / "several.log.gz"))
     assert scan.problems == []
@@ -687,6 +688,7 @@ def test_a_version_5_warehouse_gains_the_oom_tables(tmp_path):
         con.close()
 
 
+@pytest.mark.slow
 def test_a_large_log_searched_by_several_processes_reads_the_same(tmp_path, monkeypatch):
     """The parallel search (large plain logs) splits the file anywhere, even inside a
     message or a marker: the events are those of the one-process scan."""
@@ -704,6 +706,7 @@ def test_a_large_log_searched_by_several_processes_reads_the_same(tmp_path, monk
     assert len(one.events) == 9
 
 
+@pytest.mark.slow
 def test_the_report_has_an_oom_section_when_there_are_events(oom_db, tmp_path, samples_db):
     pytest.importorskip("matplotlib")
     from bufferhouse import visual

@@ -33,6 +33,7 @@ LARGE = [
 
 
 @pytest.mark.parametrize("files", LARGE, ids=[Path(g.display).parent.parent.name for g in LARGE])
+@pytest.mark.slow
 def test_threads_parse_a_module_as_one_thread_does(files, monkeypatch):
     monkeypatch.setattr(columns, "_PARSE_BATCH", 7)  # many batches, shared out
     alone = parse_module(files.dump_files(), files.hlo)
@@ -105,6 +106,7 @@ def _table(db: Path, name: str) -> list[tuple]:
         return con.execute(f"SELECT * EXCLUDE (module_id) FROM {name} ORDER BY ALL").fetchall()
 
 
+@pytest.mark.slow
 def test_an_ingest_with_spare_cores_stores_what_one_thread_stores(tmp_path, monkeypatch):
     files = LARGE[1]
     monkeypatch.setattr(schedule, "THREADS_MIN_BYTES", 0)
@@ -125,6 +127,7 @@ def test_an_ingest_with_spare_cores_stores_what_one_thread_stores(tmp_path, monk
         assert _table(tmp_path / "two.duckdb", name) == _table(tmp_path / "one.duckdb", name)
 
 
+@pytest.mark.slow
 def test_the_warehouse_holds_everything_once_the_ingest_is_over(tmp_path):
     """The write-ahead log may grow during an ingest (pipeline.CHECKPOINT_LOG); when the
     ingest ends it is folded into the warehouse file, which can then be copied alone."""

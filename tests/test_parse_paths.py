@@ -52,6 +52,7 @@ def test_fast_and_slow_paths_agree(files):
 
 
 @pytest.mark.parametrize("files", GROUPS, ids=[Path(g.display).name[:60] for g in GROUPS])
+@pytest.mark.slow
 def test_spare_cores_change_nothing(files, monkeypatch):
     """With a core to spare, the column reader reads ahead and reads Used values blocks
     on threads, and instruction texts are shared out: on 256-byte chunks (256 of the
@@ -87,6 +88,7 @@ def test_the_vectorized_scanner_reads_files_in_any_chunks(monkeypatch, chunk):
 
 
 @pytest.mark.parametrize("chunk", [1, 7, 4096, 1 << 24])
+@pytest.mark.slow
 def test_the_vectorized_scanner_reads_glued_used_values(tmp_path, monkeypatch, chunk):
     """2024-01-16 .. 2024-11-01 dumps (each value's header glued to the previous
     from instruction text) are read by the vectorized scanner too, in any chunks,
@@ -147,6 +149,7 @@ def test_the_vectorized_scanner_reads_an_unavailable_live_range():
     assert "live_range_unavailable" in got[3]
 
 
+@pytest.mark.slow
 def test_the_vectorized_scanner_reads_most_fixtures():
     """It must not quietly hand everything to the reference."""
     read = [g for g in GROUPS if vector.scan(g.dump_files()) is not None]
@@ -256,6 +259,7 @@ def _mutants(draw):
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=_mutants())
+@pytest.mark.slow
 def test_paths_agree_on_mutated_dumps(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("mut") / "m-buffer-assignment.txt"
     path.write_text(text)

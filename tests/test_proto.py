@@ -574,6 +574,7 @@ def test_before_optimizations_is_skipped_and_counted(proto_db: Path) -> None:
 # --------------------------------------------------------------------------- big profiles
 
 
+@pytest.mark.slow
 def test_large_profile_is_read_in_bounded_memory(tmp_path: Path) -> None:
     """A 300 MB xplane (a metadata plane between two planes of 150 MB of events each):
     listing and reading its programs holds far less than the file."""
@@ -812,6 +813,7 @@ def test_damaged_profiles_fail_with_a_located_error(tmp_path_factory, data) -> N
         assert violations(parsed.tables) == []
 
 
+@pytest.mark.slow
 def test_heap_timeline_and_peak_buffers_draw_the_trace(proto_db: Path) -> None:
     """Every module with a trace (proto alone, profile, or text beside its proto: the
     trace wins) is drawn from it: heap-timeline has one row per event, source 'trace',
@@ -891,6 +893,7 @@ def test_text_only_timeline_sweeps_live_ranges(split_db: Path) -> None:
         assert set(listed["peak_source"].to_pylist()) == {"live_ranges"}
 
 
+@pytest.mark.slow
 def test_text_and_proto_draw_the_trace_like_the_proto_alone(proto_db: Path) -> None:
     """A text dump beside its proto: the trace wins, so heap-timeline and peak-buffers
     equal those of the same compile read from the proto alone (not the live-range sweep)."""
@@ -914,6 +917,7 @@ def test_text_and_proto_draw_the_trace_like_the_proto_alone(proto_db: Path) -> N
             assert a.select(keep).to_pylist() == b.select(keep).to_pylist(), (name, both)
 
 
+@pytest.mark.slow
 def test_trace_queries_return_the_rows_of_the_trace_views(proto_db: Path) -> None:
     """heap-trace, heap-timeline and peak-buffers read heap_events scoped to the module
     (for speed); the heap_trace_steps and heap_peak_values views define the same rows

@@ -24,6 +24,8 @@ import pytest
 
 from tests.conftest import DATA, pip_target, run_with
 
+pytestmark = pytest.mark.slow  # installs and runs older protobuf releases
+
 ROOT = Path(__file__).resolve().parent.parent
 PROTO = DATA / "proto"
 TREES = [PROTO / "proto_only", PROTO / "profile", PROTO / "profile_dump"]

@@ -400,6 +400,7 @@ THROUGH_VIEWS = {
 
 
 @pytest.mark.parametrize("name", sorted(THROUGH_VIEWS))
+@pytest.mark.slow
 def test_scoped_queries_return_the_rows_of_the_views(name, fleet_db):
     """Every module name (names select several modules), every module id, and the
     fleet: the query and its view formulation return the same rows in the same order."""
@@ -428,6 +429,7 @@ def test_scoped_queries_return_the_rows_of_the_views(name, fleet_db):
                 assert got == want, (name, key, space)
 
 
+@pytest.mark.slow
 def test_largest_values_cut_through_ties_like_the_view(fleet_db):
     """Small `top`s cut through runs of equal sizes spread over several modules
     (one shape compiled into many modules), where module names decide which

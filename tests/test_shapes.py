@@ -1,4 +1,4 @@
-"""Shape text parsing, byte sizes and printing (format.md §6, §8.3, §11)."""
+"""Shape text parsing, byte sizes and printing (docs/format.md §6, §8.3, §11)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from bufferhouse.parse.shapes import (
 # Distinct shapes from the dev corpus and the samples (value lines, |…| headers, HLO results).
 CORPUS_SHAPES = (Path(__file__).parent / "data" / "shapes.txt").read_text().splitlines()
 
-# Hand-written shapes for features the corpus lacks (format.md §6.1–6.2, §11.4–11.6).
+# Hand-written shapes for features the corpus lacks (docs/format.md §6.1–6.2, §11.4–11.6).
 EDGE_SHAPES = [
     "f32[]",
     "u32[]{:T(128)S(6)}",

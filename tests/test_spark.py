@@ -27,6 +27,8 @@ except ImportError:  # pragma: no cover
 
 from bufferhouse import spark as bhs
 
+pytestmark = pytest.mark.slow  # a Spark session in a JVM
+
 #: Text dumps, a proto-only dump and an XProf profile (issue 16: the same files on executors).
 INPUTS = [
     SAMPLES,

@@ -351,6 +351,7 @@ def test_an_ambiguous_name_picks_deterministically_and_says_so(fleet_db):
     assert by_hash.chosen == first.others[0] and by_hash.note() is None
 
 
+@pytest.mark.slow
 def test_an_ambiguous_name_draws_the_most_recently_ingested(tmp_path):
     """README: a name compiled into several modules draws the most recently ingested
     one. The older release is ingested last here, so ingest order, not the release
@@ -483,6 +484,7 @@ def test_report_data_equals_the_queries(fleet_db):
         ]
 
 
+@pytest.mark.slow
 def test_report_label_scope_and_baseline(labelled_db):
     with visual.open_warehouse(labelled_db) as con:
         data = report.gather(
@@ -522,6 +524,7 @@ def test_report_of_an_empty_warehouse(tmp_path):
     assert "Nothing to show." in written.path.read_text()
 
 
+@pytest.mark.slow
 def test_report_baseline_without_the_diff_stage(labelled_db, monkeypatch):
     """Without bufferhouse.compare the report falls back to a per-name heap-peak delta."""
     monkeypatch.setitem(sys.modules, "bufferhouse.compare", None)  # import raises ImportError
@@ -551,6 +554,7 @@ def test_report_baseline_without_the_diff_stage(labelled_db, monkeypatch):
     assert "bufferhouse diff pairs recompiled modules more carefully" in data.changes_note
 
 
+@pytest.mark.slow
 def test_report_html_is_self_contained(labelled_db, tmp_path):
     written = visual.write_report(
         tmp_path / "r.html", db=labelled_db, label="run=nightly", baseline="run=previous"
@@ -622,6 +626,7 @@ def chromium():
     return exe
 
 
+@pytest.mark.slow
 def test_report_opens_in_headless_chromium(chromium, labelled_db, tmp_path):
     from tests.cdp import Chromium
 
@@ -662,6 +667,7 @@ def test_report_opens_in_headless_chromium(chromium, labelled_db, tmp_path):
     assert width == 1280 and height > 3000
 
 
+@pytest.mark.slow
 def test_the_browser_check_would_catch_a_request(chromium, labelled_db, tmp_path):
     """Control: a report with an external image is caught (the CSP blocks it, the log says so)."""
     from tests.cdp import Chromium

@@ -32,6 +32,8 @@ from bufferhouse.parse.discover import discover
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
 
+pytestmark = pytest.mark.slow  # kills and replaces parser processes
+
 
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory) -> Path:

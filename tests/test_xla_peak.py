@@ -106,6 +106,7 @@ def _slow_temp_peak(con, module_id: int, with_tuples: bool) -> int:
     return best
 
 
+@pytest.mark.slow
 def test_heap_sweep_leaves_tuple_values_out(heaprule_db):
     """temp_peak_bytes = the union-of-byte-ranges sweep over non-tuple temp values; on
     some fixture modules counting the tuples would raise it (the rule has an effect)."""
@@ -128,6 +129,7 @@ def test_heap_sweep_leaves_tuple_values_out(heaprule_db):
     assert listed == 0
 
 
+@pytest.mark.slow
 def test_a_writer_upgrades_version_3_in_place(tmp_path):
     """3 -> 4 adds xla_peak_bytes and fills it by the same rule as the parser."""
     db = tmp_path / "v3.duckdb"

@@ -24,7 +24,15 @@ __all__ = ["main"]
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="bufferhouse")
 def main() -> None:
-    """An SQL warehouse for XLA buffer-assignment dumps."""
+    """An SQL warehouse for XLA memory data.
+
+    It reads buffer-assignment text dumps (--xla_dump_to), HloProto dumps
+    (*.hlo.pb, --xla_dump_hlo_as_proto), XProf profiles (*.xplane.pb) and the
+    RESOURCE_EXHAUSTED out-of-memory messages in job logs into one DuckDB file,
+    and answers memory questions with canned SQL.
+
+    Example: bufferhouse ingest dumps/ --db fleet.duckdb && bufferhouse query top-modules --db fleet.duckdb
+    """
     show_notices()
 
 

@@ -11,7 +11,7 @@ import click
 
 import bufferhouse
 from bufferhouse.api import require_paths
-from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors
+from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors, wait_option
 from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES, IngestReport
 from bufferhouse.render import human_bytes
 
@@ -39,13 +39,7 @@ from bufferhouse.render import human_bytes
         f"{PARALLEL_MIN_BYTES >> 20} MiB of dumps)."
     ),
 )
-@click.option(
-    "--wait",
-    type=click.FloatRange(min=0),
-    default=30.0,
-    show_default=True,
-    help="Seconds to wait for another process to release the warehouse.",
-)
+@wait_option
 @click.option(
     "--max-bytes",
     type=click.IntRange(min=1),
@@ -66,9 +60,11 @@ from bufferhouse.render import human_bytes
 def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_parquet) -> None:
     """Load XLA dump files or directories into the warehouse.
 
-    PATHS may be dump directories (searched recursively), single
-    -buffer-assignment.txt files, or .gz copies of them. Modules already in the
-    warehouse are skipped, so re-running on the same tree adds nothing.
+    PATHS may be directories (searched recursively) or single files, plain or
+    .gz: buffer-assignment text dumps (--xla_dump_to), HloProto dumps
+    (*.hlo.pb, --xla_dump_hlo_as_proto), XProf profiles (*.xplane.pb) and job
+    logs. Modules already in the warehouse are skipped, so re-running on the
+    same tree adds nothing.
 
     Logs (.log, .txt, .out, .err, plain or .gz) are scanned for out-of-memory
     messages (RESOURCE_EXHAUSTED): each loads as an OOM event with its listed
@@ -92,7 +88,7 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
             report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
         else:
             report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
-    if not report.outcomes and not report.events_present:
+    if report.found_nothing:
         # A wrong directory, most likely: say so (no summary of nothing), let a script notice.
         click.echo(
             "bufferhouse: error: no XLA dump files or OOM messages found under "
@@ -159,11 +155,8 @@ class Progress:
             self.done, self.total = done, total
             self.bytes += outcome.bytes_read
             self.stem = outcome.files.stem
-            notes = []
-            if outcome.status == "failed" and outcome.error is not None:
-                notes.append(f"failed: {outcome.error.describe()}")
-            elif not self.quiet:
-                notes += [f"warning: {w.describe()}" for w in outcome.warnings]
+            # Failures are listed once, in the summary (summarize).
+            notes = [] if self.quiet else [f"warning: {w.describe()}" for w in outcome.warnings]
             if notes and self.interactive:
                 click.echo("\r" + " " * self.width() + "\r", err=True, nl=False)
             for note in notes:

@@ -21,7 +21,12 @@ from collections.abc import Callable
 import click
 import pyarrow as pa
 
-from bufferhouse.errors import BufferhouseError, DumpError, UnknownModuleError
+from bufferhouse.errors import (
+    BufferhouseError,
+    DumpError,
+    UnknownEventError,
+    UnknownModuleError,
+)
 from bufferhouse.render import RenderOptions, render
 from bufferhouse.schema.warehouse import ENV_DB
 
@@ -33,7 +38,7 @@ USAGE = 2
 
 
 def exit_code(exc: BufferhouseError) -> int:
-    return DATA if isinstance(exc, (DumpError, UnknownModuleError)) else USAGE
+    return DATA if isinstance(exc, (DumpError, UnknownModuleError, UnknownEventError)) else USAGE
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -121,6 +126,14 @@ human_option = click.option(
     "--human",
     is_flag=True,
     help="Byte columns as KiB/MiB/GiB in table and markdown output (exact bytes otherwise).",
+)
+wait_option = click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds to wait for another process (an ingest) to release the warehouse.",
 )
 wide_option = click.option(
     "--wide",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from bufferhouse import visual
-from bufferhouse.cli.options import db_option, handle_errors
+from bufferhouse.cli.options import db_option, handle_errors, wait_option
 from bufferhouse.render import human_bytes
 
 image_option = click.option(
@@ -52,8 +52,9 @@ def _plotted(result) -> None:
     show_default=True,
     help="Largest buffers at the peak to list.",
 )
+@wait_option
 @handle_errors
-def plot_timeline(module, output, db, space, top) -> None:
+def plot_timeline(module, output, db, space, top, wait) -> None:
     """Live bytes over program order, stacked by category, with the heap peak marked.
 
     Parameters, outputs, constants and thread-local allocations hold their bytes
@@ -62,7 +63,7 @@ def plot_timeline(module, output, db, space, top) -> None:
 
     Example: bufferhouse plot timeline jit_train_step -o timeline.svg --space 0
     """
-    _plotted(visual.plot_timeline(module, output, db=db, space=space, top=top))
+    _plotted(visual.plot_timeline(module, output, db=db, space=space, top=top, wait=wait))
 
 
 @plot.command("arena")
@@ -75,8 +76,9 @@ def plot_timeline(module, output, db, space, top) -> None:
     default=None,
     help="Allocation index (default: the module's largest temp allocation).",
 )
+@wait_option
 @handle_errors
-def plot_arena(module, output, db, allocation) -> None:
+def plot_arena(module, output, db, allocation, wait) -> None:
     """One allocation as blocks of byte offset x live range: how a temp arena is reused.
 
     Each value is a rectangle over the steps it is live and the bytes it
@@ -84,7 +86,7 @@ def plot_arena(module, output, db, allocation) -> None:
 
     Example: bufferhouse plot arena jit_train_step --allocation 4 -o arena.svg
     """
-    _plotted(visual.plot_arena(module, output, db=db, allocation=allocation))
+    _plotted(visual.plot_arena(module, output, db=db, allocation=allocation, wait=wait))
 
 
 @click.command("report")
@@ -117,8 +119,9 @@ def plot_arena(module, output, db, allocation) -> None:
 @click.option(
     "--rows", type=click.IntRange(min=1), default=15, show_default=True, help="Rows per table."
 )
+@wait_option
 @handle_errors
-def report_command(output, db, label, baseline, top, sections, rows) -> None:
+def report_command(output, db, label, baseline, top, sections, rows, wait) -> None:
     """Write one self-contained HTML report: fleet overview, then the top modules.
 
     The file opens from disk in any browser, needs no server and makes no
@@ -128,7 +131,14 @@ def report_command(output, db, label, baseline, top, sections, rows) -> None:
     Example: bufferhouse report -o report.html --label run=nightly --baseline run=previous
     """
     written = visual.write_report(
-        output, db=db, label=label, baseline=baseline, top=top, sections=sections, rows=rows
+        output,
+        db=db,
+        label=label,
+        baseline=baseline,
+        top=top,
+        sections=sections,
+        rows=rows,
+        wait=wait,
     )
     changes = "" if written.data.changes is None else f", {len(written.data.changes)} changes"
     click.echo(

@@ -17,6 +17,7 @@ from bufferhouse.cli.options import (
     output_option,
     params_option,
     parse_pairs,
+    wait_option,
     wide_option,
 )
 
@@ -67,13 +68,21 @@ def queries_show(name: str) -> None:
     default=None,
     help="Print the query as SQL for this engine (views inlined, parameters as markers).",
 )
+@click.option(
+    "--top",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Rows to rank, for the queries with a top parameter: the same as --param top=N.",
+)
 @format_option
 @output_option
 @limit_option
 @human_option
 @wide_option
+@wait_option
 @handle_errors
-def query_command(name, params, db, dialect, fmt, output, limit, human, wide) -> None:
+def query_command(name, params, db, dialect, top, fmt, output, limit, human, wide, wait) -> None:
     """Run a canned query (see `bufferhouse queries`).
 
     With --dialect, print the query for another engine instead of running it:
@@ -82,17 +91,31 @@ def query_command(name, params, db, dialect, fmt, output, limit, human, wide) ->
     Example: bufferhouse query peak-buffers --param module=jit_train_step --format csv -o peak.csv
     """
     if dialect is not None:
-        if params:
+        if params or top is not None:
             raise click.UsageError("--dialect prints the SQL; bind parameters in the engine")
         from bufferhouse.export import transpile  # sqlglot: only when asked
 
         click.echo(transpile(name, dialect).text(), nl=False)
         return
     values = parse_pairs(params, "--param")
-    table = bufferhouse.query(name, db, **values)
+    if top is not None:
+        values = {**values, **top_param(name, top, values)}
+    table = bufferhouse.query(name, db, wait=wait, **values)
     if values.get("module") is not None and "module_id" in table.column_names:
         note_matches(values["module"], db)
     emit(table, fmt, output, limit, human=human, wide=wide)
+
+
+def top_param(name: str, top: int, values: dict[str, str]) -> dict[str, str]:
+    """--top N as the query's `top` parameter; a usage error for a query without one,
+    or with --param top given too."""
+    if "top" in values:
+        raise click.UsageError("give --top or --param top=N, not both")
+    if not any(p.name == "top" for p in canned.get(name).params):
+        raise click.UsageError(
+            f"query {name} has no top parameter (bufferhouse queries show {name})"
+        )
+    return {"top": str(top)}
 
 
 def note_matches(key: str, db: str | None) -> None:
@@ -134,8 +157,9 @@ def note_matches(key: str, db: str | None) -> None:
 @limit_option
 @human_option
 @wide_option
+@wait_option
 @handle_errors
-def sql_command(text, params, db, allow_files, fmt, output, limit, human, wide) -> None:
+def sql_command(text, params, db, allow_files, fmt, output, limit, human, wide, wait) -> None:
     """Run one ad-hoc SQL statement on the warehouse, read-only, with the same renderers.
 
     The SQL sees only the warehouse: reading or writing other files (COPY TO,
@@ -144,8 +168,8 @@ def sql_command(text, params, db, allow_files, fmt, output, limit, human, wide) 
 
     Values given with --param are bound, never spliced into the SQL.
 
-    Example: bufferhouse sql "FROM modules WHERE module_name = $name" -p name=jit_train_step
+    Example: bufferhouse sql 'FROM modules WHERE module_name = $name' -p name=jit_train_step
     """
     values = parse_pairs(params, "--param") or None
-    table = bufferhouse.sql(text, db, values, allow_files=allow_files)
+    table = bufferhouse.sql(text, db, values, allow_files=allow_files, wait=wait)
     emit(table, fmt, output, limit, human=human, wide=wide)

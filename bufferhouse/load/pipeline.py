@@ -153,9 +153,9 @@ def ingest_paths(
         ) from None
     finally:
         con.close()
-    if created and not report.outcomes:
-        # Only logs without OOM messages: nothing found, and no warehouse left behind
-        # for it (issue 31), as when nothing is found at all.
+    if created and report.found_nothing:
+        # Only logs without OOM messages (a wrong directory, a venv): nothing found,
+        # and no warehouse left behind for it, as when nothing is found at all.
         discard_new_warehouse(path)
     return report
 

@@ -63,6 +63,11 @@ class IngestReport:
         return sum(o.bytes_read for o in self.outcomes) + self.skipped_bytes
 
     @property
+    def found_nothing(self) -> bool:
+        """No module and no OOM event under the paths (a wrong directory, most likely)."""
+        return not self.outcomes and not self.events_present
+
+    @property
     def events_loaded(self) -> int:
         """OOM events this run added."""
         return sum(o.events_loaded for o in self.outcomes)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from bufferhouse.errors import DumpError
 
-#: Feature -> earliest XLA commit date whose printer produces it (format.md §4.4, §5.3, §9).
+#: Feature -> earliest XLA commit date whose printer produces it (docs/format.md §4.4, §5.3, §9).
 ERA_FEATURES: dict[str, str] = {
     "value_lines": "2019-09-09",
     "total_line": "2019-10-14",

@@ -1,6 +1,6 @@
 """Parse XLA shape text (``ShapeUtil::HumanStringWithLayout``) and compute byte sizes.
 
-Grammar: format.md §6.1–6.3. Shapes are parsed for every value line of dumps that reach
+Grammar: docs/format.md §6.1–6.3. Shapes are parsed for every value line of dumps that reach
 hundreds of MB, so ``parse_shape`` is cached and tries one regex for the common plain array
 before the recursive-descent parser; both must give the same ``Shape``.
 """

@@ -75,6 +75,7 @@ from bufferhouse.queries.selector import (
     ModuleMatch,
     describe_matches,
     module_matches,
+    require_event,
     require_module,
     selector_macro_sql,
 )
@@ -98,6 +99,7 @@ __all__ = [
     "module_matches",
     "parse_query_file",
     "queries",
+    "require_event",
     "require_module",
     "run",
     "run_sql",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from bufferhouse.errors import UnknownModuleError
+from bufferhouse.errors import UnknownEventError, UnknownModuleError
 
 #: The module selector, a scalar macro installed beside the views (a view cannot take
 #: the parameter; see the module docstring): true when `key` is the module's name,
@@ -69,6 +69,30 @@ def require_module(con: duckdb.DuckDBPyConnection, key: str) -> None:
         key,
         f"no module matches {key!r} (a module name, file stem, module_id or "
         f"12-digit hash prefix){hint}",
+    )
+
+
+#: The event selector of the oom-* queries' `event` parameter (oom-vs-peak.sql spells it
+#: the same way): an event_id, or a 12-digit event_hash prefix.
+_EVENT_SQL = """
+SELECT count(*) FILTER (
+  WHERE CAST(event_id AS VARCHAR) = $event
+  OR (length($event) = 12 AND substr(event_hash, 1, 12) = $event)
+), count(*)
+FROM oom_events
+"""
+
+
+def require_event(con: duckdb.DuckDBPyConnection, key: str) -> None:
+    """Raise UnknownEventError when `key` selects no OOM event: a typo would otherwise be
+    an empty result, as for a module."""
+    selected, total = con.execute(_EVENT_SQL, {"event": key}).fetchall()[0]
+    if selected:
+        return
+    raise UnknownEventError(
+        key,
+        f"no OOM event matches {key!r} (an event_id or 12-digit event_hash prefix); "
+        f"the warehouse holds {total} events: 'bufferhouse query oom-events' lists them",
     )
 
 

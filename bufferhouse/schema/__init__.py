@@ -73,7 +73,8 @@ def quote_identifier(name: str) -> str:
 
 
 def sql_string(text: str) -> str:
-    """A SQL string literal; used only for DDL comments, never for user values."""
+    """A SQL string literal, for statements that bind no parameters: DDL comments, and
+    ATTACH of the warehouse's path (duckdb 1.4 binds none there). Never for query values."""
     return "'" + text.replace("'", "''") + "'"
 
 

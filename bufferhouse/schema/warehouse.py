@@ -145,8 +145,13 @@ def open_connection(
     *,
     read_only: bool = True,
     wait: float = 0.0,
+    own_instance: bool = False,
 ) -> duckdb.DuckDBPyConnection:
-    """Open the warehouse, waiting up to `wait` seconds for a conflicting lock."""
+    """Open the warehouse, waiting up to `wait` seconds for a conflicting lock.
+
+    `own_instance` (read-only): a DuckDB instance of this connection's own (see
+    _attach_own_instance), whose settings no other connection shares.
+    """
     path = os.fspath(db) if db is not None else default_db()
     _check_openable(path, read_only)
     config = (
@@ -160,7 +165,10 @@ def open_connection(
     told = False
     while True:
         try:
-            con = duckdb.connect(path, read_only=read_only, config=config)
+            if own_instance:
+                con = _attach_own_instance(path)
+            else:
+                con = duckdb.connect(path, read_only=read_only, config=config)
             break
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
@@ -182,6 +190,27 @@ def open_connection(
     # No progress bar: DuckDB draws it on stdout, into the data a query writes there.
     with contextlib.suppress(duckdb.InvalidInputException):
         con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def _attach_own_instance(path: str) -> duckdb.DuckDBPyConnection:
+    """The warehouse attached read-only to a new in-memory DuckDB instance.
+
+    duckdb.connect(path) shares one instance, and its settings, between every
+    connection to that file in the process: a sealed connection's locked
+    configuration would lock the user's own connection (bufferhouse.connect in a
+    notebook) and fail the next sealed one. A private instance is sealed alone
+    and goes when its connection closes. DuckDB still refuses to attach a file
+    this process holds open for writing.
+    """
+    con = duckdb.connect(":memory:")
+    try:
+        name = _catalog_name(path)
+        con.execute(f"ATTACH {_quoted(path)} AS {name} (READ_ONLY)")
+        con.execute(f"USE {name}")
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -431,7 +460,7 @@ READ_STATEMENTS = ("SELECT",)
 
 
 def connect_sealed(
-    db: str | os.PathLike[str] | None = None, *, allow_files: bool = False
+    db: str | os.PathLike[str] | None = None, *, allow_files: bool = False, wait: float = 0.0
 ) -> duckdb.DuckDBPyConnection:
     """A read-only connection for SQL someone types (`sql`, `query`, the report).
 
@@ -443,22 +472,14 @@ def connect_sealed(
     nothing else; `require_query` keeps the SQL from writing there. Each call is an
     instance of its own, so no configuration of another connection is changed.
     `allow_files` leaves DuckDB's defaults: the SQL may then read and write any file the
-    user can, as the duckdb shell does.
+    user can, as the duckdb shell does. `wait` seconds it waits for a writer to let go
+    of the file, as ingest does.
     """
     path = os.fspath(db) if db is not None else default_db()
     if allow_files:
-        return connect(path, read_only=True)
-    _check_openable(path, read_only=True)
-    con = duckdb.connect(":memory:")
+        return connect(path, read_only=True, wait=wait)
+    con = open_connection(path, read_only=True, wait=wait, own_instance=True)
     try:
-        name = _catalog_name(path)
-        try:
-            con.execute(f"ATTACH {_quoted(path)} AS {name} (READ_ONLY)")
-        except duckdb.Error as exc:
-            if _is_lock_error(exc):
-                raise WarehouseLockedError(_lock_message(path, exc, 0.0, True)) from None
-            raise WarehouseError(f"cannot open warehouse {path}: {exc}") from None
-        con.execute(f"USE {name}")
         check_version(con, path)
         _seal(con, path, _attached_from(con))
     except BaseException:

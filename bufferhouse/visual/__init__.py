@@ -53,19 +53,28 @@ class Plotted:
 
 
 def timeline(
-    module: str | int, *, db: str | os.PathLike[str] | None = None, space: int = 0, top: int = 5
+    module: str | int,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    space: int = 0,
+    top: int = 5,
+    wait: float = 0.0,
 ) -> tuple[ModuleChoice, Timeline]:
     """The heap timeline of the module `module` selects (see resolve_module)."""
-    with open_warehouse(db) as con:
+    with open_warehouse(db, wait=wait) as con:
         choice = resolve_module(con, module)
         return choice, data.timeline(con, choice.chosen, space=space, top=top)
 
 
 def arena(
-    module: str | int, *, db: str | os.PathLike[str] | None = None, allocation: int | None = None
+    module: str | int,
+    *,
+    db: str | os.PathLike[str] | None = None,
+    allocation: int | None = None,
+    wait: float = 0.0,
 ) -> tuple[ModuleChoice, Arena]:
     """One allocation of the module `module` selects (default: its largest temp allocation)."""
-    with open_warehouse(db) as con:
+    with open_warehouse(db, wait=wait) as con:
         choice = resolve_module(con, module)
         return choice, data.arena(con, choice.chosen, allocation)
 
@@ -77,13 +86,15 @@ def plot_timeline(
     db: str | os.PathLike[str] | None = None,
     space: int = 0,
     top: int = 5,
+    wait: float = 0.0,
 ) -> Plotted:
     """Draw live bytes over program order, stacked by category, peak marked, as PNG or SVG.
 
     >>> visual.plot_timeline("jit_train_step", "timeline.svg", db="fleet.duckdb", space=0)
     """
-    plots.output_format(output)  # fail on a bad suffix before any work
-    choice, tl = timeline(module, db=db, space=space, top=top)
+    plots.output_format(output)  # fail on a bad suffix or directory before any work
+    plots.require_directory(output)
+    choice, tl = timeline(module, db=db, space=space, top=top, wait=wait)
     return Plotted(choice, tl, plots.save(plots.draw_timeline(tl), output))
 
 
@@ -93,11 +104,13 @@ def plot_arena(
     *,
     db: str | os.PathLike[str] | None = None,
     allocation: int | None = None,
+    wait: float = 0.0,
 ) -> Plotted:
     """Draw one allocation's values as offset x live-range blocks, as PNG or SVG.
 
     >>> visual.plot_arena("jit_train_step", "arena.svg", db="fleet.duckdb", allocation=4)
     """
     plots.output_format(output)
-    choice, ar = arena(module, db=db, allocation=allocation)
+    plots.require_directory(output)
+    choice, ar = arena(module, db=db, allocation=allocation, wait=wait)
     return Plotted(choice, ar, plots.save(plots.draw_arena(ar), output))

@@ -14,7 +14,7 @@ import duckdb
 import numpy as np
 
 from bufferhouse import queries
-from bufferhouse.errors import PlotError, UnknownModuleError
+from bufferhouse.errors import PlotError
 from bufferhouse.render import human_bytes
 from bufferhouse.schema.warehouse import connect_sealed, first_row
 
@@ -24,10 +24,12 @@ INDEFINITE_CATEGORIES = ("parameter", "output", "constant", "thread-local")
 LAYERS = (*INDEFINITE_CATEGORIES, "temp")
 
 
-def open_warehouse(db: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
+def open_warehouse(
+    db: str | os.PathLike[str] | None = None, *, wait: float = 0.0
+) -> duckdb.DuckDBPyConnection:
     """A read-only connection with this release's views (what the gatherers expect),
     sealed like `sql`'s: the report and the plots read the warehouse and nothing else."""
-    con = connect_sealed(db)
+    con = connect_sealed(db, wait=wait)
     queries.use_package_views(con)
     return con
 
@@ -122,20 +124,8 @@ def resolve_module(con: duckdb.DuckDBPyConnection, key: str | int) -> ModuleChoi
         where="bh_is_module($key, m.module_name, m.file_stem, m.module_id, m.content_hash)"
     )
     refs = [ModuleRef(*r) for r in con.execute(sql, {"key": text}).fetchall()]
-    if not refs:
-        hint = ""
-        like = con.execute(
-            "SELECT DISTINCT module_name FROM modules "
-            "WHERE module_name ILIKE '%' || $key || '%' ORDER BY 1 LIMIT 5",
-            {"key": text},
-        ).fetchall()
-        if like:
-            hint = "; did you mean " + ", ".join(r[0] for r in like) + "?"
-        raise UnknownModuleError(
-            text,
-            f"no module matches {text!r} (a module name, file stem, module_id or "
-            f"12-digit hash prefix){hint}",
-        )
+    if not refs:  # a typo: the queries' error, with their nearest names
+        queries.require_module(con, text)
     return ModuleChoice(text, refs[0], tuple(refs[1:]))
 
 

@@ -427,13 +427,33 @@ def output_format(path: str | os.PathLike[str]) -> str:
     return suffix
 
 
+def require_directory(path: str | os.PathLike[str]) -> None:
+    """Fail before any work when the output's directory is not there (a typo), as
+    `query -o` does, rather than with an OSError after the drawing."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise PlotError(f"cannot write {os.fspath(path)}: no directory {os.fspath(parent)}")
+
+
+def write_output(path: str | os.PathLike[str], write) -> Path:
+    """Call `write(target)`; an OSError (a full disk, no permission) becomes a PlotError
+    naming the file, and no partial file stays behind."""
+    target = Path(path)
+    try:
+        write(target)
+    except OSError as exc:
+        target.unlink(missing_ok=True)
+        raise PlotError(f"cannot write {os.fspath(path)}: {exc.strerror or exc}") from None
+    return target
+
+
 def save(fig, path: str | os.PathLike[str]) -> Path:
     """Write the figure as PNG or SVG, chosen by the file's suffix."""
     fmt = output_format(path)
-    target = Path(path)
     with _style():
-        fig.savefig(target, format=fmt, dpi=DPI, metadata=_metadata(fmt))
-    return target
+        return write_output(
+            path, lambda t: fig.savefig(t, format=fmt, dpi=DPI, metadata=_metadata(fmt))
+        )
 
 
 def _metadata(fmt: str) -> dict:

@@ -42,25 +42,26 @@ def write_report(
     top: int = 10,
     sections: int = 5,
     rows: int = 15,
+    wait: float = 0.0,
 ) -> Written:
     """Write one self-contained HTML report of the warehouse to `output`.
 
     `label` (`key=value`) limits the report to one run; `baseline` (a label,
     another warehouse file or a dump tree) adds the biggest heap-peak changes
-    from it to this run, first.
+    from it to this run, first. `wait`: seconds to wait for a writer to let go of `db`.
 
     >>> visual.write_report("report.html", db="fleet.duckdb", label="run=nightly",
     ...                     baseline="run=previous")
     """
     plots.require_matplotlib()  # fail before any work when the extra is missing
+    plots.require_directory(output)
     path = database_path(db)
-    with open_warehouse(db) as con:
+    with open_warehouse(db, wait=wait) as con:
         data = gather(
             con, path, label=label, baseline=baseline, top=top, sections=sections, rows=rows
         )
     text = render(data)
-    target = Path(output)
-    target.write_text(text, encoding="utf-8")
+    target = plots.write_output(output, lambda t: t.write_text(text, encoding="utf-8"))
     return Written(data, target, len(text.encode()))
 
 

@@ -1,6 +1,6 @@
 """The grammar of OOM messages: the lines of one event -> an Event (fields, figures, buffers).
 
-The forms (reference: oom-format.md): XLA's BufferAssignment summary
+The forms (docs/format.md §14): XLA's BufferAssignment summary
 (`Peak buffers:`, GPU/CPU), the TPU compiler's and runtime's summaries
 (`Total hbm usage >=`, `Largest program allocations in hbm:`, `Attempting to
 reserve ... at the bottom of memory`), the one-line `Allocation (size=N)

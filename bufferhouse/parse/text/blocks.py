@@ -1,4 +1,4 @@
-"""The column reader's Used values blocks (format.md §4), and the Arrow helpers it shares
+"""The column reader's Used values blocks (docs/format.md §4), and the Arrow helpers it shares
 with vector.py: a block's lines are classified by one letter each (grammar.BLOCK_LETTERS)
 and the string of letters matched against the block grammar (grammar.BLOCKS) at once.
 """

@@ -1,6 +1,6 @@
 """The buffer-assignment text grammar, declared once: read this file to learn the format.
 
-Every line kind of a dump (format.md §3-§5, §9) is one `Line` below: its
+Every line kind of a dump (docs/format.md §3-§5, §9) is one `Line` below: its
 pattern with named groups, what an error says was expected, and the
 number fields it carries. The section markers are `SECTIONS`, in the order
 XLA prints them; the markers inside a section are the constants beside
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from bufferhouse.errors import ParseError
 
-#: Numbers are 64-bit (format.md §0: sizes past 2^31 occur); more is an error at the line.
+#: Numbers are 64-bit (docs/format.md §0: sizes past 2^31 occur); more is an error at the line.
 INT64_MAX = (1 << 63) - 1
 
 
@@ -84,13 +84,13 @@ def _to_re2(pattern: str) -> str:
 # -- shared pieces --------------------------------------------------------------
 #: A ShapeIndex, `{}`, `{0}`, `{1,2}`.
 INDEX = r"\{[0-9,]*\}"
-#: HloValue::ToShortString (format.md §3.2): `<id name[{index}][ (phi)][ @color]>`.
+#: HloValue::ToShortString (docs/format.md §3.2): `<id name[{index}][ (phi)][ @color]>`.
 SHORT = (
     r"<(?P<id>[0-9]+) (?P<name>[^ {}<>]+)(?P<idx>" + INDEX + r")?(?P<phi> \(phi\))?"
     r"(?: @(?P<color>[0-9]+))?>"
 )
 _SHORT_NUMBERS = {"id": "value id", "color": "color"}
-#: Numbers with spaces between groups of three (the stack-trace tree, format.md §5.4).
+#: Numbers with spaces between groups of three (the stack-trace tree, docs/format.md §5.4).
 _SPACED = r"[0-9]{1,3}(?: [0-9]{3})*"
 
 # -- §1 section markers, in the order XLA prints them (over one file or the split three) ----

@@ -1,7 +1,7 @@
 """The invariants of one dump's lines, declared once and checked over the scanned columns.
 
 Both readers (scan.py, vector.py) only read lines; what must hold between
-lines is here: each "exactly one" of the format (format.md §10: an
+lines is here: each "exactly one" of the format (docs/format.md §10: an
 allocation index, a value id, a Used values block per value, a live range per
 value, a peak entry per value, a cross-color entry per value), the order and
 numbering rules, and that every number fits the warehouse column it lands in.
@@ -422,7 +422,7 @@ def _fits(s: Scanned) -> Break | None:
 
 def _use_line(s: Scanned, row: int) -> int:
     """The line of use `row`: its block's header, ' positions:', the positions, ' uses:',
-    then the uses in order (format.md §4)."""
+    then the uses in order (docs/format.md §4)."""
     vid = s.uses["value_id"][row].as_py()
     block = _rows_by_id(s.used["value_id"], pa.array([vid], pa.int64()))[0]
     positions = pc.sum(pc.equal(s.positions["value_id"], vid)).as_py() or 0

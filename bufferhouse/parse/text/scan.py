@@ -1,7 +1,7 @@
 """The line reader: one module's dump files read one line at a time, the reference.
 
 A state machine over the line kinds and section markers of grammar.py
-(format.md §12). The buffer-assignment file, its `-values` and `-live-range`
+(docs/format.md §12). The buffer-assignment file, its `-values` and `-live-range`
 siblings (split era) and the memory-usage report all feed the same machine,
 so the combined and the split layout read alike. A line that breaks the
 grammar raises ParseError at that line; what must hold between lines is
@@ -336,7 +336,7 @@ class LineReader:
                 )
             self.state = "between"
         elif state == "instr":
-            # JSON configs may print raw newlines: continuation of the text (format.md §11.8);
+            # JSON configs may print raw newlines: continuation of the text (docs/format.md §11.8);
             # but not a line that can only be one of the grammar's, which is out of place.
             if _unmistakable(line):
                 raise ParseError(

@@ -9,7 +9,7 @@ It compiles `train_step` (a two-layer MLP update) on CPU with
 --xla_dump_to, copies the module's cpu_after_optimizations files into dump/,
 records memory_analysis() in manifest.json, and writes train.log: a training
 log whose OOM message is BufferAssignment::ToVerboseString's text (the
-GPU/CPU form, oom-format.md family A) for this module. The figures come from
+GPU/CPU form, docs/format.md §14 family A) for this module. The figures come from
 the dump text, read here with regexes of this script's own (not bufferhouse):
 the stats are the allocation sums by flag, the request is the largest
 allocation, and the peak buffers are HloLiveRange's printed peak list, largest
