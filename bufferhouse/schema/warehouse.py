@@ -290,6 +290,15 @@ def _add_oom_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE diagnostics ADD COLUMN IF NOT EXISTS event_id BIGINT")
 
 
+def _add_runtime_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """6 -> 7 (issue 30; the lead renumbers at merge): the device memory profile tables
+    (runtime_snapshots, runtime_samples, runtime_frames, runtime_labels), empty."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new tables
+        con.execute(statement)
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 _UPGRADES = {
     1: _renumber_modules,
@@ -297,6 +306,7 @@ _UPGRADES = {
     3: _add_xla_peak_bytes,
     4: _add_proto_columns,
     5: _add_oom_tables,
+    6: _add_runtime_tables,
 }
 
 
