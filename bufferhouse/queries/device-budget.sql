@@ -50,16 +50,21 @@ live AS (
     AND snapshot_id IN (SELECT snapshot_id FROM chosen)
   GROUP BY snapshot_id, device
 ),
-counted AS (
+wanted AS (
   -- the module selector: see queries/__init__.py
+  SELECT module_id
+  FROM modules
+  WHERE
+    bh_is_module($module, module_name, file_stem, module_id, content_hash)
+),
+counted AS (
   SELECT c.snapshot_id, m.module_id, m.module_name
   FROM chosen AS c
   JOIN modules AS m
     ON
       CASE
         WHEN $module IS NULL THEN m.run_id = c.run_id
-        ELSE
-          bh_is_module($module, module_name, file_stem, module_id, content_hash)
+        ELSE m.module_id IN (SELECT module_id FROM wanted)
       END
 ),
 transients AS (

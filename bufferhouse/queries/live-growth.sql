@@ -26,7 +26,7 @@ before_side AS (
       WHEN count(*) = 1 OR ($before IS NULL AND count(*) = 0)
         THEN min(snapshot_id)
       WHEN count(*) = 0
-        THEN error('live-growth: no snapshot matches ' || $before)
+        THEN error('live-growth: no snapshot matches ''' || $before || '''')
       ELSE error(
         'live-growth: ' || $before || ' selects '
         || CAST(count(*) AS VARCHAR)
@@ -48,7 +48,7 @@ after_side AS (
       WHEN count(*) = 1 OR ($after IS NULL AND count(*) = 0)
         THEN min(snapshot_id)
       WHEN count(*) = 0
-        THEN error('live-growth: no snapshot matches ' || $after)
+        THEN error('live-growth: no snapshot matches ''' || $after || '''')
       ELSE error(
         'live-growth: ' || $after || ' selects '
         || CAST(count(*) AS VARCHAR)
