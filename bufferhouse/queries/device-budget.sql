@@ -94,12 +94,12 @@ capacity AS (
   SELECT
     CASE
       WHEN $capacity IS NULL THEN NULL
-      WHEN regexp_matches(
-        trim($capacity), '^[0-9]+(\.[0-9]+)?\s*([KMGTkmgt]i?[Bb]?|[Bb])?$'
-      )
+      WHEN regexp_extract(
+        trim($capacity), '^[0-9]+(\.[0-9]+)?\s*([KMGTkmgt]i?[Bb]?|[Bb])?', 0
+      ) = trim($capacity)
         THEN CAST(
           CAST(regexp_extract(trim($capacity), '^[0-9.]+', 0) AS DOUBLE)
-          * CASE upper(regexp_extract(trim($capacity), '[A-Za-z]*$', 0))
+          * CASE upper(regexp_replace(trim($capacity), '^[0-9.]+\s*', ''))
             WHEN 'KB' THEN 1e3
             WHEN 'MB' THEN 1e6
             WHEN 'GB' THEN 1e9

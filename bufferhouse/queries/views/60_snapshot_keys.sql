@@ -11,5 +11,5 @@ UNION
 SELECT snapshot_id, path
 FROM runtime_snapshots
 UNION
-SELECT snapshot_id, regexp_extract(path, '[^/]*$', 0)
+SELECT snapshot_id, regexp_replace(path, '^.*/', '')
 FROM runtime_snapshots
