@@ -178,7 +178,7 @@ class Batch:
     def snapshot_tables(self) -> dict[str, pa.Table]:
         """The batch's snapshot rows by table (runtime_*); the batch lets go."""
         out = {}
-        for name in ("runtime_snapshots", "runtime_samples", "runtime_frames"):
+        for name in ("runtime_samples", "runtime_frames", "runtime_snapshots"):
             parts = [s.tables()[name] for s in self.snapshots]
             if parts:
                 out[name] = pa.concat_tables(parts)
