@@ -71,7 +71,9 @@ def decode_profile(message: bytes, path: str) -> profile_pb2.Profile:
     try:
         wire.check_message(message, _PROFILE_FIELDS)
     except wire.WireError as exc:
-        raise ParseError(path, 0, f"not a pprof Profile (uncompressed) {exc}") from None
+        raise ParseError(
+            path, 0, f"not a pprof Profile: {exc} (offset in the uncompressed message)"
+        ) from None
     profile = profile_pb2.Profile()
     try:
         profile.ParseFromString(message)
@@ -118,13 +120,16 @@ class _Reader:
         if self.strings[:1] != [""]:
             at = (_offsets(message, 6) or [0])[0]
             raise ParseError(
-                path, 0, f"at byte {at}: string_table[0] must be the empty string (pprof rule)"
+                path,
+                0,
+                f"at byte {at} of the uncompressed Profile: string_table[0] must be the empty"
+                " string (pprof rule)",
             )
 
     def fail(self, field: int, index: int, what: str) -> ParseError:
         offsets = _offsets(self.message, field)
         at = offsets[index] if index < len(offsets) else 0
-        return ParseError(self.path, 0, f"at byte {at}: {what}")
+        return ParseError(self.path, 0, f"at byte {at} of the uncompressed Profile: {what}")
 
     def string(self, index: int, field: int, at: int, what: str) -> str:
         if not 0 <= index < len(self.strings):
