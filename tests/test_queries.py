@@ -115,7 +115,7 @@ def test_runs_on_empty_warehouse(query, empty_db):
         if query.name in ("arena", "heap-timeline"):  # they need one
             return
     if "before" in params:  # no snapshot to name either: a typo, as live-growth tells it
-        with pytest.raises(QueryError, match="no snapshot matches 'before.prof'"):
+        with pytest.raises(QueryError, match=r"no snapshot matches 'before\.prof'"):
             bufferhouse.query(query.name, db=empty_db, **params)
         params = {k: v for k, v in params.items() if k not in ("before", "after")}
     table = bufferhouse.query(query.name, db=empty_db, **params)
