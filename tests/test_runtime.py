@@ -296,3 +296,26 @@ def test_two_exports_of_one_snapshot_read_as_one(tmp_path):
     assert (
         bufferhouse.query("live-memory", db=tmp_path / "views.duckdb", label="w=b").num_rows == 10
     )
+
+
+def test_the_report_shows_the_snapshot_loaded_last(runtime_db, tmp_path):
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    from bufferhouse import visual
+
+    with duckdb.connect(str(runtime_db), read_only=True) as con:
+        (newest, path) = con.execute(
+            "SELECT snapshot_id, path FROM runtime_snapshots ORDER BY snapshot_id DESC LIMIT 1"
+        ).fetchall()[0]
+    written = visual.write_report(tmp_path / "r.html", db=runtime_db, rows=5)
+    data = written.data
+    assert (data.snapshot_count, data.snapshot_path) == (2, path)
+    want = MANIFEST["snapshots"][path.rsplit("/", 1)[1]]
+    assert {
+        r["device"]: {"bytes": r["live_bytes"], "count": r["array_count"]}
+        for r in data.snapshot_devices
+    } == want
+    lines = bufferhouse.query("live-by-source", db=runtime_db, snapshot=str(newest), top=5)
+    assert data.snapshot_sources == lines.to_pylist()
+    html = written.path.read_text()
+    assert '<section id="runtime">' in html and 'data-chart="runtime-devices"' in html
+    assert html.count('id="runtime-devices-bars-device-') == len(want)

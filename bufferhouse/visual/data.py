@@ -350,7 +350,7 @@ def _no_timeline_reason(con: duckdb.DuckDBPyConnection, module: ModuleRef, space
         GROUP BY m.schedule_length, m.sections
         """,
         {"id": module.module_id},
-    ).fetchone()
+    ).fetchall()[0]  # fetchone() leaves the result open: DuckDB 2 then refuses the next query
     name = f"{module.module_name} ({module.hash_prefix})"
     if schedule is None:
         return (
@@ -418,7 +418,7 @@ def arena(
         WHERE a.module_id = $id AND a.allocation_index = $index
         """,
         {"id": module.module_id, "index": index},
-    ).fetchone()
+    ).fetchall()[0]
     return Arena(
         module=module,
         allocation_index=index,
