@@ -319,3 +319,17 @@ def test_the_report_shows_the_snapshot_loaded_last(runtime_db, tmp_path):
     html = written.path.read_text()
     assert '<section id="runtime">' in html and 'data-chart="runtime-devices"' in html
     assert html.count('id="runtime-devices-bars-device-') == len(want)
+
+
+def test_check_finds_a_snapshot_that_is_not_whole(runtime_db, tmp_path):
+    from bufferhouse.check import check_warehouse
+
+    assert check_warehouse(runtime_db).checks["snapshots"] == 0
+    damaged = tmp_path / "damaged.duckdb"
+    shutil.copy(runtime_db, damaged)
+    with duckdb.connect(str(damaged)) as con:
+        con.execute("DELETE FROM runtime_samples WHERE sample_index = 0")
+        con.execute("INSERT INTO runtime_labels VALUES (7, 'k', 'v')")
+    messages = [p.message for p in check_warehouse(damaged).problems if p.check == "snapshots"]
+    assert any("records buffer_bytes" in m for m in messages), messages
+    assert "1 runtime_labels rows of missing snapshot 7" in messages

@@ -127,7 +127,8 @@ def _walk(root: str, seen: set[tuple[int, int]]) -> Iterator[str]:
         return
     seen.add(key)
     try:
-        entries = sorted(os.scandir(root), key=lambda e: e.name)
+        with os.scandir(root) as found:  # closed even when listing fails half-way
+            entries = sorted(found, key=lambda e: e.name)
     except OSError:
         return
     for entry in entries:
