@@ -11,14 +11,16 @@ import shutil
 
 import duckdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bufferhouse
-from bufferhouse.errors import QueryError
+from bufferhouse.errors import ParseError, QueryError
 from bufferhouse.parse.discover import discover_logs, discover_profiles
-from bufferhouse.parse.pprof import looks_like_profile, read_file
+from bufferhouse.parse.pprof import looks_like_profile, read_file, read_snapshot
 from bufferhouse.parse.proto import profile_pb2
 from bufferhouse.schema import SCHEMA_VERSION
-from tests.conftest import DATA, SAMPLES
+from tests.conftest import DATA
 
 RUNTIME = DATA / "runtime"
 RUN = RUNTIME / "run"
@@ -219,12 +221,12 @@ def test_a_cpu_profile_in_a_tree_is_skipped_quietly(tmp_path):
 
 def test_reingest_adds_nothing_and_labels_what_it_holds(tmp_path):
     db = tmp_path / "w.duckdb"
-    first = bufferhouse.ingest([RUNTIME], db=db, jobs=1)
+    first = bufferhouse.ingest([RUNTIME], db=db, jobs=2)  # parsed in worker processes
     with duckdb.connect(str(db), read_only=True) as con:
         counts = [con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in RUNTIME_TABLES]
     moved = tmp_path / "moved"
     shutil.copytree(RUN, moved)  # the same snapshots elsewhere are the same snapshots
-    again = bufferhouse.ingest([RUNTIME, moved], db=db, jobs=2, labels={"step": "9"})
+    again = bufferhouse.ingest([RUNTIME, moved], db=db, jobs=1, labels={"step": "9"})
     assert (first.snapshots_loaded, again.snapshots_loaded) == (2, 0)
     assert [o.status for o in again.outcomes].count("present") == 6  # 2 x (2 profiles, 1 dump)
     with duckdb.connect(str(db), read_only=True) as con:
@@ -240,7 +242,7 @@ def test_a_version_6_warehouse_gains_the_runtime_tables(tmp_path):
     from bufferhouse.schema.warehouse import connect, schema_version
 
     db = tmp_path / "old.duckdb"
-    bufferhouse.ingest([SAMPLES], db=db, jobs=1)
+    bufferhouse.ingest([RUN / "dumps"], db=db, jobs=1)
     with duckdb.connect(str(db)) as con:  # what schema 6 had: no runtime tables
         for name in RUNTIME_TABLES:
             con.execute(f"DROP TABLE {name}")
@@ -333,3 +335,38 @@ def test_check_finds_a_snapshot_that_is_not_whole(runtime_db, tmp_path):
     messages = [p.message for p in check_warehouse(damaged).problems if p.check == "snapshots"]
     assert any("records buffer_bytes" in m for m in messages), messages
     assert "1 runtime_labels rows of missing snapshot 7" in messages
+
+
+_MESSAGE = gzip.decompress((RUN / "after.prof").read_bytes())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, len(_MESSAGE) - 1), st.integers(0, 255)), min_size=1, max_size=6
+    ),
+    st.integers(1, len(_MESSAGE)),
+)
+def test_a_damaged_profile_raises_only_a_located_parse_error(edits, keep):
+    """Bytes of a real profile changed and cut anywhere: a Snapshot, or a ParseError that
+    names the file; never another exception."""
+    message = bytearray(_MESSAGE[:keep])
+    for at, value in edits:
+        if at < len(message):
+            message[at] = value
+    try:
+        snapshot = read_snapshot(gzip.compress(bytes(message), mtime=0), "x.prof")
+    except ParseError as exc:
+        assert exc.path == "x.prof" and exc.message
+    else:
+        assert all(s.bytes >= 0 and s.count >= 0 for s in snapshot.samples)
+
+
+def test_the_cli_summary_counts_snapshots(tmp_path):
+    from click.testing import CliRunner
+
+    from bufferhouse.cli import main
+
+    result = CliRunner().invoke(main, ["ingest", str(RUN), "--db", str(tmp_path / "w.duckdb")])
+    assert result.exit_code == 0, result.output
+    assert "device memory snapshots: 2 loaded" in result.stderr
