@@ -163,6 +163,7 @@ def test_profiles_are_found_by_content_whatever_their_name(tmp_path):
     gz_dump = tmp_path / "dump-buffer-assignment.txt.gz"
     gz_dump.write_bytes(gzip.compress(b"BufferAssignment:\nallocation 0: size 4\n"))
     (tmp_path / "plain.gz").write_bytes(gzip.compress(b"hello world\n"))
+    (tmp_path / "cprofile.prof").write_bytes(b"{\xe9\x00\x00\x00\x00")  # cProfile's, not ours
     found = [p.path for p in discover_profiles([tmp_path])]
     assert found == [str(tmp_path / "mem.log"), str(tmp_path / "snapshot-7")]
     assert not discover_logs([tmp_path / "mem.log"])  # not scanned for OOM messages too

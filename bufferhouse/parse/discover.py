@@ -327,10 +327,10 @@ class LogFile:
         return []
 
 
-def _is_profile(path: str) -> bool:
+def _is_profile(path: str, explicit: bool) -> bool:
     from bufferhouse.parse.pprof import looks_like_profile
 
-    return looks_like_profile(path)
+    return looks_like_profile(path, explicit)
 
 
 def _xla_named(name: str) -> bool:
@@ -377,7 +377,7 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
             if not os.path.isfile(candidate):
                 continue
             real = _identity(candidate)
-            if real in seen_files or _is_profile(candidate):
+            if real in seen_files or _is_profile(candidate, explicit):
                 continue  # a device memory profile: discover_profiles has it
             seen_files.add(real)
             other_use = (
@@ -441,7 +441,7 @@ def discover_profiles(paths: Iterable[str | os.PathLike[str]]) -> list[ProfileFi
             if _role_of(name) is not None or _is_xplane(name) or not os.path.isfile(candidate):
                 continue
             real = _identity(candidate)
-            if real in seen_files or not looks_like_profile(candidate):
+            if real in seen_files or not looks_like_profile(candidate, explicit):
                 continue
             seen_files.add(real)
             found.append(ProfileFile(candidate, explicit=explicit))

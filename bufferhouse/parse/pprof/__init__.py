@@ -38,32 +38,41 @@ __all__ = [
     "snapshot_tables",
 ]
 
-#: Names a device memory profile usually has: sniffed even when their head is damaged,
-#: so a cut profile is an error that names it rather than a file silently skipped.
+#: Names a device memory profile usually has. A file so named that fails the sniff is
+#: still read (and fails, located) when it is gzip data, or when given by name: a cut
+#: profile is an error that names it, not a file silently skipped. In a directory, one
+#: that is not gzip is someone else's (cProfile writes `.prof` files too).
 PROFILE_SUFFIXES = (".prof", ".pprof", ".pb.gz")
 
 
-def looks_like_profile(path: str) -> bool:
+def looks_like_profile(path: str, explicit: bool = False) -> bool:
     """A gzip file whose first field is a Profile's sample_type (field 1) holding a
-    ValueType, as every pprof writer puts it first; or a file named like a profile."""
+    ValueType, as every pprof writer puts it first; or a file named like a profile
+    (see PROFILE_SUFFIXES)."""
+    named = path.endswith(PROFILE_SUFFIXES)
     try:
         with open(path, "rb") as f:
             if f.read(2) != GZIP_MAGIC:
-                return path.endswith(PROFILE_SUFFIXES) and not path.endswith(".hlo.pb.gz")
+                return named and explicit
         with gzip.open(path, "rb") as f:
             head = f.read(32)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile):
-        return path.endswith(PROFILE_SUFFIXES)
-    try:
-        number, kind, start, end = next(wire.fields(head[: 2 + head[1]] if len(head) > 1 else b""))
-        inner = list(wire.fields(head[start:end]))
-    except (StopIteration, wire.WireError, IndexError):
+        return named
+    return _starts_with_value_type(head) or (named and explicit)
+
+
+def _starts_with_value_type(head: bytes) -> bool:
+    """Field 1, length-delimited, of a few bytes, holding only varint fields 1 and 2."""
+    if len(head) < 2 or head[0] != (1 << 3 | wire.LEN) or head[1] & 0x80:
         return False
-    return (
-        (number, kind) == (1, wire.LEN)
-        and bool(inner)
-        and all(n in (1, 2) and w == wire.VARINT for n, w, _, _ in inner)
-    )
+    inner = head[2 : 2 + head[1]]
+    if not inner or len(inner) != head[1]:
+        return False
+    try:
+        found = [(n, w) for n, w, _, _ in wire.fields(inner)]
+    except wire.WireError:
+        return False
+    return all(n in (1, 2) and w == wire.VARINT for n, w in found)
 
 
 def read_file(path: str, max_bytes: int | None = None) -> Snapshot:
