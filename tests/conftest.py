@@ -140,16 +140,33 @@ def oom_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+@pytest.fixture(scope="session")
+def runtime_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The jax run of tests/data/runtime: its two device memory profiles and the dump of its
+    step, ingested together (one run): what the runtime goldens read."""
+    db = tmp_path_factory.mktemp("runtime") / "runtime.duckdb"
+    report = bufferhouse.ingest([DATA / "runtime"], db=db, jobs=1)
+    assert report.ok and report.snapshots_loaded == 2 and len(report.loaded) == 1
+    return db
+
+
 def event_keyed(table: pa.Table, db: Path | str) -> pa.Table:
-    """`table` with event_id replaced by the event's hash prefix and paths made relative to
-    tests/data, as module ids are by hash_keyed: both are local to a warehouse."""
+    """`table` with event_id (and snapshot_id) replaced by the event's (snapshot's) hash
+    prefix and paths made relative to tests/data, as module ids are by hash_keyed: all are
+    local to a warehouse."""
     with duckdb.connect(str(db), read_only=True) as con:
         keys = dict(
             con.execute("SELECT event_id, substr(event_hash, 1, 16) FROM oom_events").fetchall()
         )
+        snapshots = dict(
+            con.execute(
+                "SELECT snapshot_id, substr(snapshot_hash, 1, 16) FROM runtime_snapshots"
+            ).fetchall()
+        )
     for i, name in enumerate(table.column_names):
-        if name == "event_id":
-            ids = [None if e is None else keys[e] for e in table.column(i).to_pylist()]
+        if name in ("event_id", "snapshot_id"):
+            key = keys if name == "event_id" else snapshots
+            ids = [None if e is None else key[e] for e in table.column(i).to_pylist()]
             table = table.set_column(i, name, pa.array(ids, pa.string()))
         elif name == "path":
             root = str(DATA) + "/"

@@ -177,7 +177,7 @@ def test_clean_warehouse_passes(fleet_db):
     assert report.ok, report.lines()
     assert report.modules > 190
     assert all(count == 0 for count in report.checks.values())
-    assert len(report.checks) == 14
+    assert len(report.checks) == 15
 
 
 @pytest.mark.parametrize(("what", "sql", "check", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])

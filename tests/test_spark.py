@@ -174,6 +174,33 @@ def test_oom_tables_and_queries_on_spark(spark, oom_db, tmp_path):
         assert sorted(got, key=repr) == sorted(want, key=repr), name
 
 
+def test_runtime_tables_and_queries_on_spark(spark, runtime_db, tmp_path):
+    """Device memory profiles exported to Parquet, read by Spark (one copy per
+    snapshot_hash): the runtime queries answer as DuckDB does on the warehouse."""
+    from bufferhouse.export import export_warehouse
+    from tests.conftest import event_keyed
+
+    out = tmp_path / "ds"
+    export_warehouse(out, db=runtime_db)
+    bhs.register(spark, out)
+    assert spark.sql("SELECT count(*) FROM runtime_snapshots").collect()[0][0] == 2
+    params = {
+        "live-memory": {},
+        "live-by-source": {"key_by": "function"},
+        "live-growth": {"before": "before.prof", "after": "after.prof"},
+        "device-budget": {"snapshot": "after.prof", "capacity": "8KiB"},
+    }
+    for name, given in params.items():
+        got = event_keyed(bhs.query(spark, name, **given).toArrow(), runtime_db)
+        want = event_keyed(bufferhouse.query(name, db=runtime_db, **given), runtime_db)
+        assert want.num_rows, name
+        rows = [
+            sorted((tuple(_norm(v) for v in r.values()) for r in t.to_pylist()), key=repr)
+            for t in (got, want)
+        ]
+        assert rows[0] == rows[1], name
+
+
 def test_read_dataset_puts_the_labels_of_every_copy_on_the_kept_one(spark, tmp_path):
     """Two runs stored a copy of module h1 and of event e1: read_dataset keeps the copy
     of the lowest run, and the labels of both copies on it, once each."""

@@ -247,6 +247,25 @@ def _oom_events(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     return problems
 
 
+def _snapshots(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """Snapshots are whole (their samples add up to the totals recorded with them),
+    unique by snapshot_hash and id, and no row points at a snapshot that is not there."""
+    problems = [
+        Problem("snapshots", f"snapshot {sid} ({path}) records {what} {recorded}, its rows add {n}")
+        for sid, path, what, recorded, n in rows(con, "snapshot-totals")
+    ]
+    for table in ("runtime_samples", "runtime_frames", "runtime_labels"):
+        problems += [
+            Problem("snapshots", f"{n} {table} rows of missing snapshot {sid}")
+            for sid, n in rows(con, "snapshot-orphans", table_name=table)
+        ]
+    problems += [
+        Problem("snapshots", f"{what} is held by {n} snapshots")
+        for what, n in rows(con, "snapshot-duplicates")
+    ]
+    return problems
+
+
 CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], ...] = (
     ("modules complete", _row_counts),
     ("total bytes", _totals),
@@ -258,4 +277,5 @@ CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], 
     ("orphans", _orphans),
     ("module ids", _module_ids),
     ("oom events", _oom_events),
+    ("snapshots", _snapshots),
 )

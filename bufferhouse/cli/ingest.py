@@ -179,6 +179,8 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
         events = (
             f"; OOM events: {report.events_loaded} loaded, {report.events_present} already present"
         )
+    if report.snapshots_loaded:
+        events += f"; device memory snapshots: {report.snapshots_loaded} loaded"
     skipped = (
         f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
         if report.skipped

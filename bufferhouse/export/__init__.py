@@ -21,8 +21,8 @@ from bufferhouse.export.parquet import (
     PartWriter,
     export_warehouse,
     ingest_to_parquet,
-    read_table,
 )
+from bufferhouse.export.reading import read_table
 from bufferhouse.export.transpile import DIALECTS, Transpiled, transpile
 
 __all__ = [

@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from bufferhouse.errors import ExportError
+from bufferhouse.export import runtime
 from bufferhouse.export.dataset import (
     PARTITION,
     SCHEMA_FILE,
@@ -157,6 +158,8 @@ def _table_view(table: Table) -> str:
             f"JOIN {RAW_SCHEMA}.oom_events AS c ON c.event_id = r.event_id "
             "JOIN oom_events AS e ON e.event_hash = c.event_hash"
         )
+    elif table.name in runtime.TABLES:
+        body = runtime.view_body(table.name, table.column_names, RAW_SCHEMA)
     elif table.per_module:
         body = (
             f"SELECT {cols} FROM {raw} AS r SEMI JOIN modules AS m "

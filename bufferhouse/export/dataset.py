@@ -202,7 +202,8 @@ each file's key-value metadata (`bufferhouse.doc`, `bufferhouse.columns`, and
 per field `doc`) and in `_schema.json`.
 
 `run_id` is in the directory name, not in the files. Every table's rows carry
-the run of their module (the OOM tables: of their event), so tables without a
+the run of their module (the OOM tables: of their event; the runtime tables: of
+their snapshot), so tables without a
 `run_id` column gain one when read as a Hive dataset; drop it to get the
 warehouse's columns.
 
@@ -213,7 +214,10 @@ wrote its modules; `content_hash` is the module's identity). Keep, per
 other tables the rows with that copy's `(module_id, run_id)`; `labels` is the
 union over the copies. OOM events likewise: per `event_hash` the copy of
 `oom_events` with the lowest `run_id`, the `oom_buffers` of that
-`(event_id, run_id)`, `oom_labels` the union. `bufferhouse attach` and
+`(event_id, run_id)`, `oom_labels` the union; snapshots of device memory
+profiles the same way by `snapshot_hash` (`runtime_samples` and
+`runtime_frames` of the kept `(snapshot_id, run_id)`, `runtime_labels` the
+union). `bufferhouse attach` and
 `bufferhouse.spark.register` do this.
 
 ```sh

@@ -23,12 +23,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from bufferhouse.errors import ExportError
+from bufferhouse.export import runtime
 from bufferhouse.export.dataset import (
     PARQUET_OPTIONS,
     PARTITION,
@@ -41,9 +41,9 @@ from bufferhouse.export.dataset import (
     part_token,
     partition_dir,
     resolve_tables,
-    table_schema,
     write_metadata_files,
 )
+from bufferhouse.export.reading import known_event_ids, known_module_ids, known_snapshot_ids
 from bufferhouse.load import (
     IngestReport,
     ModuleOutcome,
@@ -53,7 +53,7 @@ from bufferhouse.load import (
     run_record,
 )
 from bufferhouse.load.writer import Batch, ModuleBuffer
-from bufferhouse.parse.discover import discover, discover_logs
+from bufferhouse.parse.discover import discover, discover_logs, discover_profiles
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -129,12 +129,16 @@ def _select_sql(table: Table, chosen: str, everything: bool) -> str:
         return f"SELECT {cols} FROM {name} AS t"
     every = "TRUE" if everything else "FALSE"
     events = _chosen_events_sql(chosen.count("?") // 2)
+    snapshots = runtime.chosen_snapshots_sql(chosen.count("?") // 2)
     if table.name == "runs":
         return (
             f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
             f"WHERE {every} OR t.run_id IN (SELECT run_id FROM ({chosen})) "
-            f"OR t.run_id IN (SELECT run_id FROM ({events}))"
+            f"OR t.run_id IN (SELECT run_id FROM ({events})) "
+            f"OR t.run_id IN (SELECT run_id FROM ({snapshots}))"
         )
+    if table.name in runtime.TABLES:
+        return runtime.export_sql(table.name, cols, chosen.count("?") // 2)
     if table.name == "diagnostics":
         return (
             f"SELECT {cols}, t.run_id AS {PARTITION} FROM {name} AS t "
@@ -296,128 +300,6 @@ def _move_into_place(staging: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-# --- reading -----------------------------------------------------------------
-
-
-def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) -> pa.Table:
-    """One table of a dataset as the warehouse has it: declared columns, order and types.
-
-    Without `dedup`, every copy of every row (all parts, all runs); with it,
-    only the rows of each module's representative copy: per content_hash the
-    lowest run_id (then module_id), each copy having its own module_id.
-    """
-    root = Path(os.fspath(root))
-    if name not in TABLES_BY_NAME:
-        raise ExportError(f"no table {name!r}; valid tables: {', '.join(TABLES_BY_NAME)}")
-    table = TABLES_BY_NAME[name]
-    schema = table_schema(table)
-    base = root / name
-    files = sorted(str(p) for p in base.rglob("*.parquet")) if base.is_dir() else []
-    if not files:
-        return schema.empty_table()
-    partitioning = hive_partitioning() if is_partitioned(table) else None
-    data = pads.dataset(
-        files, format="parquet", partitioning=partitioning, partition_base_dir=str(base)
-    )
-    got = data.to_table()
-    if dedup and is_partitioned(table) and name != "runs":
-        got = _dedup(root, name, got)
-    return got.select(schema.names).cast(schema)
-
-
-def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
-    if name in ("oom_events", "oom_buffers", "oom_labels"):
-        return _dedup_events(root, name, data)
-    modules = read_table(root, "modules") if name != "modules" else data
-    con = duckdb.connect()
-    try:
-        con.register("raw_modules", modules)
-        con.register("raw", data)
-        keep = (
-            "SELECT module_id, run_id, content_hash FROM raw_modules "
-            "QUALIFY row_number() OVER (PARTITION BY content_hash ORDER BY run_id, module_id) = 1"
-        )
-        if name == "modules":
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
-        elif name == "labels":
-            # every copy's labels count (on the kept copy), like a re-ingest that adds labels
-            sql = (
-                "SELECT k.module_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
-                "JOIN raw_modules AS c USING (module_id) "
-                f"JOIN ({keep}) AS k ON k.content_hash = c.content_hash GROUP BY ALL"
-            )
-        elif name == "diagnostics":
-            events = read_table(root, "oom_events", dedup=True)
-            con.register("kept_events", events.select(["event_id", "run_id"]))
-            sql = (
-                f"SELECT r.* FROM raw AS r WHERE (r.module_id IS NULL AND (r.event_id IS NULL "
-                "OR EXISTS (SELECT 1 FROM kept_events AS e WHERE e.event_id = r.event_id "
-                "AND e.run_id = r.run_id))) OR EXISTS "
-                f"(SELECT 1 FROM ({keep}) AS k WHERE k.module_id = r.module_id "
-                "AND k.run_id = r.run_id)"
-            )
-        else:
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
-        return con.sql(sql).to_arrow_table()
-    finally:
-        con.close()
-
-
-def _dedup_events(root: Path, name: str, data: pa.Table) -> pa.Table:
-    """OOM events as modules: per event_hash the copy of the lowest run_id (then
-    event_id), its buffers, and every copy's labels on it."""
-    events = read_table(root, "oom_events") if name != "oom_events" else data
-    con = duckdb.connect()
-    try:
-        con.register("raw_events", events)
-        con.register("raw", data)
-        keep = (
-            "SELECT event_id, run_id, event_hash FROM raw_events QUALIFY row_number() "
-            "OVER (PARTITION BY event_hash ORDER BY run_id, event_id) = 1"
-        )
-        if name == "oom_events":
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (event_id, run_id)"
-        elif name == "oom_labels":
-            sql = (
-                "SELECT k.event_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
-                "JOIN raw_events AS c USING (event_id) "
-                f"JOIN ({keep}) AS k ON k.event_hash = c.event_hash GROUP BY ALL"
-            )
-        else:
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (event_id, run_id)"
-        return con.sql(sql).to_arrow_table()
-    finally:
-        con.close()
-
-
-def known_event_ids(root: str | os.PathLike[str]) -> dict[str, int]:
-    """event_hash -> event_id of the OOM events already in a dataset (of one held twice,
-    its lowest id)."""
-    base = Path(os.fspath(root)) / "oom_events"
-    files = [str(p) for p in base.rglob("*.parquet")] if base.is_dir() else []
-    if not files:
-        return {}
-    held = pads.dataset(files, format="parquet").to_table(columns=["event_hash", "event_id"])
-    ids: dict[str, int] = {}
-    for event_hash, event_id in zip(*held.to_pydict().values()):
-        ids[event_hash] = min(event_id, ids.get(event_hash, event_id))
-    return ids
-
-
-def known_module_ids(root: str | os.PathLike[str]) -> dict[str, int]:
-    """content_hash -> module_id of the modules already in a dataset (to skip them on a
-    re-run and label them; of a module held twice, its lowest id)."""
-    base = Path(os.fspath(root)) / "modules"
-    files = [str(p) for p in base.rglob("*.parquet")] if base.is_dir() else []
-    if not files:
-        return {}
-    held = pads.dataset(files, format="parquet").to_table(columns=["content_hash", "module_id"])
-    ids: dict[str, int] = {}
-    for content_hash, module_id in zip(*held.to_pydict().values()):
-        ids[content_hash] = min(module_id, ids.get(content_hash, module_id))
-    return ids
-
-
 # --- writing parts -------------------------------------------------------------
 
 
@@ -462,8 +344,9 @@ class PartWriter(ModuleBuffer):
         token: str | None = None,
         held: Mapping[str, int] | None = None,
         held_events: Mapping[str, int] | None = None,
+        held_snapshots: Mapping[str, int] | None = None,
     ) -> None:
-        super().__init__(run_id, labels, max_modules, max_rows, held, held_events)
+        super().__init__(run_id, labels, max_modules, max_rows, held, held_events, held_snapshots)
         self.root = root
         self.token = token or part_token()
         self._parts = 0
@@ -523,6 +406,15 @@ class PartWriter(ModuleBuffer):
             self._write("diagnostics", [_rows("diagnostics", batch.diagnostics)], name)
         if "oom_events" in events:  # an event, like a module, shows once its rows are in
             self._write("oom_events", [events["oom_events"]], name)
+        snapshot_labels = self.new_snapshot_label_rows(batch) + [
+            {"snapshot_id": s, "key": k, "value": v}
+            for s in batch.present_snapshot_labels
+            for k, v in self.labels
+        ]
+        if snapshot_labels:
+            self._write("runtime_labels", [_rows("runtime_labels", snapshot_labels)], name)
+        for table_name, data in batch.snapshot_tables().items():  # the snapshot row last
+            self._write(table_name, [data], name)
         if batch.modules:  # last: the module becomes visible with all its rows in place
             self._write("modules", [_rows("modules", batch.modules)], name)
         written = len(batch.modules)
@@ -572,7 +464,7 @@ def ingest_to_parquet(
         raise ExportError(f"{root} exists and is not a directory")
     root.mkdir(parents=True, exist_ok=True)
     check_schema_version(root)
-    groups = [*discover(paths), *discover_logs(paths)]
+    groups = [*discover(paths), *discover_logs(paths), *discover_profiles(paths)]
     writer = PartWriter(
         root,
         reserve_run(root),
@@ -581,6 +473,7 @@ def ingest_to_parquet(
         max_rows=max_rows,
         held=known_module_ids(root),
         held_events=known_event_ids(root),
+        held_snapshots=known_snapshot_ids(root),
     )
     writer.start(paths)
     report = ingest_into(

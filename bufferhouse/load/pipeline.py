@@ -25,7 +25,14 @@ from bufferhouse.load.schedule import largest_first, parser_processes, spare_thr
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
-from bufferhouse.parse.discover import LogFile, ModuleFiles, discover, discover_logs
+from bufferhouse.parse.discover import (
+    LogFile,
+    ModuleFiles,
+    ProfileFile,
+    discover,
+    discover_logs,
+    discover_profiles,
+)
 from bufferhouse.schema.warehouse import (
     database_path,
     discard_new_warehouse,
@@ -112,7 +119,11 @@ def ingest_paths(
     paths = [os.fspath(p) for p in paths]
     label_pairs = parse_labels(labels)
     path = database_path(db)
-    groups: list[ModuleFiles | LogFile] = [*discover(paths), *discover_logs(paths)]
+    groups: list[ModuleFiles | LogFile | ProfileFile] = [
+        *discover(paths),
+        *discover_logs(paths),
+        *discover_profiles(paths),
+    ]
     if not groups and not os.path.exists(path):
         # Nothing to read: no empty warehouse is left behind (the CLI says nothing was found).
         return IngestReport(path, new_run_id(), seconds=time.monotonic() - started)
@@ -236,7 +247,7 @@ def run_batches(
                     # (parse_files lets go of the one it parses itself).
                     files.program_data = None
                 outcome = _stage(writer, files, result)
-                if outcome.status in ("loaded", "events"):
+                if outcome.status in ("loaded", "events", "snapshot"):
                     waiting.append(outcome)
                 else:
                     report_outcome(outcome)
@@ -259,7 +270,7 @@ def run_batches(
 
 
 def _stage(
-    writer: ModuleBuffer, files: ModuleFiles | LogFile, result: ParseResult
+    writer: ModuleBuffer, files: ModuleFiles | LogFile | ProfileFile, result: ParseResult
 ) -> ModuleOutcome:
     """Queue a parsed module (or a log's OOM events) for the next batch, or record why
     it is not loaded."""
@@ -278,6 +289,12 @@ def _stage(
             bytes_read=result.bytes_read,
             events_loaded=len(added),
             events_present=present,
+        )
+    if result.status == "snapshot":
+        assert result.snapshot is not None
+        added = writer.add_snapshot(result.snapshot)
+        return ModuleOutcome(
+            files, "snapshot" if added is not None else "present", bytes_read=result.bytes_read
         )
     if result.status == "failed":
         assert result.error is not None

@@ -5,16 +5,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
-from bufferhouse.parse.discover import LogFile, ModuleFiles
+from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
 
 
 @dataclass
 class ModuleOutcome:
     """What happened to one module of the batch (or to one log scanned for OOM events)."""
 
-    files: ModuleFiles | LogFile
+    files: ModuleFiles | LogFile | ProfileFile
     #: loaded | present | failed | skipped (e.g. an HloProto without buffer assignment);
-    #: for a log: events | quiet (nothing new: no message, or only events held) | failed
+    #: for a log: events | quiet (nothing new: no message, or only events held) | failed;
+    #: for a device memory profile: snapshot | present | failed | skipped (another kind)
     status: str
     module_id: int | None = None
     error: DumpError | None = None
@@ -76,6 +77,11 @@ class IngestReport:
     def events_present(self) -> int:
         """OOM events found again that the warehouse already held."""
         return sum(o.events_present for o in self.outcomes) + self.events_skipped
+
+    @property
+    def snapshots_loaded(self) -> int:
+        """Device memory profiles this run added."""
+        return len(self._with("snapshot"))
 
     @property
     def ok(self) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-from bufferhouse.parse.discover import LogFile, ModuleFiles
+from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
 from bufferhouse.parse.reader import stored_size
 
 #: Below this many bytes of dump files and PARALLEL_MIN_MODULES modules, the
@@ -59,7 +59,7 @@ def largest_first(groups: list[ModuleFiles]) -> list[ModuleFiles]:
     return sorted(groups, key=input_bytes, reverse=True)
 
 
-def input_bytes(group: ModuleFiles | LogFile) -> int:
+def input_bytes(group: ModuleFiles | LogFile | ProfileFile) -> int:
     """About how many bytes of text a module's dump files hold (0 for any it cannot stat),
     or a log scanned for OOM messages (a tenth: it is searched, not parsed)."""
     total = 0
@@ -67,6 +67,10 @@ def input_bytes(group: ModuleFiles | LogFile) -> int:
         with contextlib.suppress(OSError):
             size = os.path.getsize(group.path)
             total = (size * 8 if group.path.endswith(".gz") else size) // 10
+        return total
+    if isinstance(group, ProfileFile):  # a few kB to a few MB, read in one go
+        with contextlib.suppress(OSError):
+            total = os.path.getsize(group.path)
         return total
     for _, path in group.dump_files():
         with contextlib.suppress(OSError):

@@ -22,6 +22,7 @@ from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.discover import text_path
 from bufferhouse.parse.oom import LogEvents
+from bufferhouse.parse.pprof import SnapshotTables
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema, quote_identifier
 from bufferhouse.schema.derive import derive
 from bufferhouse.schema.ids import ModuleIds
@@ -159,6 +160,10 @@ class Batch:
     event_buffers: list[pa.Table] = field(default_factory=list)
     #: OOM events already held that this run labels.
     present_event_labels: list[int] = field(default_factory=list)
+    #: Snapshots of device memory profiles, each whole, with their ids set.
+    snapshots: list[SnapshotTables] = field(default_factory=list)
+    #: Snapshots already held that this run labels.
+    present_snapshot_labels: list[int] = field(default_factory=list)
     rows: int = 0
 
     @property
@@ -169,7 +174,19 @@ class Batch:
             or self.present_labels
             or self.events
             or self.present_event_labels
+            or self.snapshots
+            or self.present_snapshot_labels
         )
+
+    def snapshot_tables(self) -> dict[str, pa.Table]:
+        """The batch's snapshot rows by table (runtime_*); the batch lets go."""
+        out = {}
+        for name in ("runtime_samples", "runtime_frames", "runtime_snapshots"):
+            parts = [s.tables()[name] for s in self.snapshots]
+            if parts:
+                out[name] = pa.concat_tables(parts)
+        self.snapshots = []
+        return out
 
     def event_tables(self) -> dict[str, pa.Table]:
         """The batch's OOM rows by table (oom_events, oom_buffers); the batch lets go."""
@@ -212,6 +229,7 @@ class ModuleBuffer:
         max_rows: int = 2_000_000,
         held: Mapping[str, int] | None = None,
         held_events: Mapping[str, int] | None = None,
+        held_snapshots: Mapping[str, int] | None = None,
     ) -> None:
         self.run_id = run_id
         self.labels = labels
@@ -223,7 +241,41 @@ class ModuleBuffer:
         #: event_hash -> event_id of every OOM event the sink holds, this run's included.
         self.event_ids: dict[str, int] = dict(held_events or {})
         self.event_id_source = ModuleIds(after=max(self.event_ids.values(), default=None))
+        #: snapshot_hash -> snapshot_id of every snapshot the sink holds, this run's included.
+        self.snapshot_ids: dict[str, int] = dict(held_snapshots or {})
+        self.snapshot_id_source = ModuleIds(after=max(self.snapshot_ids.values(), default=None))
         self.batch = Batch()
+
+    def add_snapshot(self, snapshot: SnapshotTables) -> int | None:
+        """Buffer a snapshot the sink does not hold yet, whole, under a new snapshot_id
+        (returned); one it holds (by snapshot_hash) is only labelled (None)."""
+        held = self.snapshot_ids.get(snapshot.content_hash)
+        if held is not None:
+            if self.labels:
+                self.batch.present_snapshot_labels.append(held)
+            return None
+        snapshot_id = self.snapshot_id_source.next()
+        self.snapshot_ids[snapshot.content_hash] = snapshot_id
+        ids = {
+            name: pa.repeat(pa.scalar(snapshot_id, pa.int64()), t.num_rows)
+            for name, t in snapshot.tables().items()
+        }
+        snapshot.snapshot = snapshot.snapshot.set_column(
+            0, "snapshot_id", ids["runtime_snapshots"]
+        ).set_column(2, "run_id", pa.repeat(pa.scalar(self.run_id, pa.int64()), 1))
+        snapshot.samples = snapshot.samples.set_column(0, "snapshot_id", ids["runtime_samples"])
+        snapshot.frames = snapshot.frames.set_column(0, "snapshot_id", ids["runtime_frames"])
+        self.batch.snapshots.append(snapshot)
+        self.batch.rows += sum(t.num_rows for t in snapshot.tables().values())
+        return snapshot_id
+
+    def new_snapshot_label_rows(self, batch: Batch) -> list[dict]:
+        """runtime_labels rows of the new snapshots in `batch`."""
+        return [
+            {"snapshot_id": s.snapshot.column("snapshot_id")[0].as_py(), "key": k, "value": v}
+            for s in batch.snapshots
+            for k, v in self.labels
+        ]
 
     def add_events(self, log: LogEvents) -> tuple[list[int], int]:
         """Buffer a log's OOM events that the sink does not hold yet, each with all its
@@ -368,7 +420,10 @@ class ModuleWriter(ModuleBuffer):
     ) -> None:
         held = dict(con.execute("SELECT content_hash, module_id FROM modules").fetchall())
         events = dict(con.execute("SELECT event_hash, event_id FROM oom_events").fetchall())
-        super().__init__(run_id, labels, max_modules, max_rows, held, events)
+        snapshots = dict(
+            con.execute("SELECT snapshot_hash, snapshot_id FROM runtime_snapshots").fetchall()
+        )
+        super().__init__(run_id, labels, max_modules, max_rows, held, events, snapshots)
         self.con = con
         # DuckDB buffers 5 row groups of a bulk insert per table before it compresses and
         # writes them: for a module's instruction texts, ~150 MB more memory than 1 needs.
@@ -387,6 +442,7 @@ class ModuleWriter(ModuleBuffer):
         )
         label_rows = self.new_label_rows(batch)
         event_label_rows = self.new_event_label_rows(batch)
+        snapshot_label_rows = self.new_snapshot_label_rows(batch)
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
@@ -428,6 +484,20 @@ class ModuleWriter(ModuleBuffer):
                 _insert_missing_labels(
                     con, batch.present_event_labels, self.labels, "oom_labels", "event_id"
                 )
+            for name, data in batch.snapshot_tables().items():
+                insert_arrow(con, name, data)
+            if snapshot_label_rows:
+                insert_arrow(
+                    con,
+                    "runtime_labels",
+                    pa.Table.from_pylist(
+                        snapshot_label_rows, schema=arrow_schema(TABLES_BY_NAME["runtime_labels"])
+                    ),
+                )
+            if batch.present_snapshot_labels:
+                _insert_missing_labels(
+                    con, batch.present_snapshot_labels, self.labels, "runtime_labels", "snapshot_id"
+                )
             if batch.diagnostics:
                 insert_arrow(
                     con,
@@ -441,9 +511,9 @@ class ModuleWriter(ModuleBuffer):
             with contextlib.suppress(duckdb.Error):
                 con.execute("ROLLBACK")
             raise WarehouseError(
-                f"could not write {len(batch.modules)} modules and their batch's OOM events to"
-                f" the warehouse: {exc}. Nothing of them was written; modules and events"
-                " committed before are intact."
+                f"could not write {len(batch.modules)} modules and their batch's OOM events and"
+                f" snapshots to the warehouse: {exc}. Nothing of them was written; what was"
+                " committed before is intact."
             ) from None
         written = len(batch.modules)
         self.run_row = None

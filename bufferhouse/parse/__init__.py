@@ -28,9 +28,10 @@ import pyarrow as pa
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import memory, proto
 from bufferhouse.parse.derive import Derived, Origin, derive
-from bufferhouse.parse.discover import LogFile, ModuleFiles, stem_parts, text_path
+from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile, stem_parts, text_path
 from bufferhouse.parse.model import Reading
 from bufferhouse.parse.oom import LogEvents, read_log
+from bufferhouse.parse.pprof import NotMemoryProfile, SnapshotTables, read_file, snapshot_tables
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
 from bufferhouse.parse.text import scan, vector
 from bufferhouse.parse.text.finish import finish
@@ -44,6 +45,7 @@ __all__ = [
     "parse_files",
     "parse_log",
     "parse_module",
+    "parse_profile",
     "parsed_schema",
     "with_programs",
 ]
@@ -94,6 +96,35 @@ class ParseResult:
     error: DumpError | None = None
     #: A log's OOM events (status "events"; "quiet" when it holds none).
     events: LogEvents | None = None
+    #: A device memory profile's snapshot (status "snapshot").
+    snapshot: SnapshotTables | None = None
+
+
+def parse_profile(profile: ProfileFile, max_bytes: int | None = None) -> ParseResult:
+    """Read one device memory profile whole. Never raises: damage fails the file, located;
+    a pprof profile of another kind found in a tree is skipped (failed if given by name)."""
+    try:
+        snapshot = read_file(profile.path, max_bytes)
+        tables = snapshot_tables(snapshot, profile.path, text_path(profile.path))
+    except NotMemoryProfile as exc:
+        return ParseResult("failed" if profile.explicit else "skipped", error=exc)
+    except DumpError as exc:
+        return ParseResult("failed", error=exc)
+    except (OverflowError, pa.ArrowInvalid) as exc:
+        error = DumpError(profile.path, 0, f"a number is too large for its column ({exc})")
+        return ParseResult("failed", error=error)
+    except Exception as exc:  # a bug of ours must not take the batch down
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        error = DumpError(
+            profile.path, 0, f"internal error while reading (please report): {detail}"
+        )
+        return ParseResult("failed", error=error)
+    return ParseResult(
+        "snapshot",
+        content_hash=snapshot.content_hash,
+        bytes_read=snapshot.bytes_read,
+        snapshot=tables,
+    )
 
 
 def parse_log(log: LogFile) -> ParseResult:
@@ -137,7 +168,7 @@ def _unused_proto(exc: DumpError) -> DumpError:
 
 
 def parse_files(
-    files: ModuleFiles | LogFile,
+    files: ModuleFiles | LogFile | ProfileFile,
     known: Container[str] = frozenset(),
     max_bytes: int | None = None,
     *,
@@ -149,11 +180,14 @@ def parse_files(
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
     the proto's trace, disagreements as warnings) or from a profile; each form gives
-    a Reading, and one derive step computes the figures of all of them.
+    A LogFile is scanned for OOM events instead (parse_log), a ProfileFile read as a
+    device memory snapshot (parse_profile).
     A LogFile is scanned for OOM events instead (parse_log).
     """
     if isinstance(files, LogFile):
         return parse_log(files)
+    if isinstance(files, ProfileFile):
+        return parse_profile(files, max_bytes)
     if files.skip is not None:
         return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
     if files.problems and files.buffer_assignment is None and files.proto is None:
@@ -264,7 +298,7 @@ def _internal(files: ModuleFiles, exc: Exception) -> DumpError:
 _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
 
 
-Group = TypeVar("Group", bound="ModuleFiles | LogFile")
+Group = TypeVar("Group", bound="ModuleFiles | LogFile | ProfileFile")
 
 
 def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
@@ -304,7 +338,7 @@ def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
         yield g
 
 
-def _reads_program(g: ModuleFiles | LogFile) -> bool:
+def _reads_program(g: ModuleFiles | LogFile | ProfileFile) -> bool:
     return (
         isinstance(g, ModuleFiles)
         and g.xplane is not None

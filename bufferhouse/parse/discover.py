@@ -380,6 +380,12 @@ class LogFile:
         return []
 
 
+def _is_profile(path: str, explicit: bool) -> bool:
+    from bufferhouse.parse.pprof import looks_like_profile
+
+    return looks_like_profile(path, explicit)
+
+
 def _xla_named(name: str) -> bool:
     """A file XLA named itself (module_NNNN.*, a role suffix): it never holds an OOM message."""
     base = name[:-3] if name.endswith(".gz") else name
@@ -424,8 +430,8 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
             if not os.path.isfile(candidate):
                 continue
             real = _identity(candidate)
-            if real in seen_files:
-                continue
+            if real in seen_files or _is_profile(candidate, explicit):
+                continue  # a device memory profile: discover_profiles has it
             seen_files.add(real)
             try:
                 other_use = (
@@ -437,6 +443,65 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
                 continue  # discover() reports it
             logs.append(LogFile(candidate, explicit=explicit and not other_use))
     return sorted(logs, key=lambda log: log.path)
+
+
+@dataclass
+class ProfileFile:
+    """A device memory profile (pprof): not a module (its snapshot loads on its own).
+
+    `explicit`: given by name, so a pprof profile of another kind (a CPU profile) is an
+    error, not a quiet skip.
+    """
+
+    path: str
+    explicit: bool = False
+    problems: list[DumpError] = field(default_factory=list)
+
+    @property
+    def directory(self) -> str:
+        return os.path.dirname(self.path)
+
+    @property
+    def stem(self) -> str:
+        return os.path.basename(self.path)
+
+    @property
+    def display(self) -> str:
+        return self.path
+
+    def dump_files(self) -> list[tuple[str, str]]:
+        return []
+
+
+def discover_profiles(paths: Iterable[str | os.PathLike[str]]) -> list[ProfileFile]:
+    """Every device memory profile under `paths`, whatever its name, in a stable order.
+
+    Each file that is not one of XLA's dump files (by name) is sniffed: gzip data
+    whose first field is a pprof Profile's sample_type (pprof.looks_like_profile).
+    """
+    from bufferhouse.parse.pprof import looks_like_profile
+
+    found: list[ProfileFile] = []
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[object] = set()
+    for raw in paths:
+        path = os.path.abspath(os.fspath(raw))
+        if os.path.isdir(path):
+            candidates = [(p, False) for p in _walk(path, seen_dirs)]
+        elif os.path.isfile(path):
+            candidates = [(path, True)]
+        else:
+            continue  # discover() reports it
+        for candidate, explicit in candidates:
+            name = os.path.basename(candidate)
+            if _role_of(name) is not None or _is_xplane(name) or not os.path.isfile(candidate):
+                continue
+            real = _identity(candidate)
+            if real in seen_files or not looks_like_profile(candidate, explicit):
+                continue
+            seen_files.add(real)
+            found.append(ProfileFile(candidate, explicit=explicit))
+    return sorted(found, key=lambda p: p.path)
 
 
 def _add_log_members(

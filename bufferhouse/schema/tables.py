@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 @dataclass(frozen=True)
@@ -927,6 +927,127 @@ OOM_LABELS = Table(
     per_module=False,
 )
 
+
+def _snapshot_id() -> Column:
+    return _c(
+        "snapshot_id",
+        "BIGINT",
+        "Snapshot this row belongs to (runtime_snapshots.snapshot_id).",
+        False,
+    )
+
+
+RUNTIME_SNAPSHOTS = Table(
+    "runtime_snapshots",
+    "One row per device memory profile (pprof, as jax.profiler.save_device_memory_profile"
+    " writes it): what the devices held at one moment of a running program. Sizes are bytes.",
+    (
+        _c(
+            "snapshot_id",
+            "BIGINT",
+            "Warehouse key of the snapshot, growing with ingest order like modules.module_id;"
+            " local to a warehouse or dataset (snapshot_hash identifies it across them).",
+            False,
+        ),
+        _c(
+            "snapshot_hash",
+            "VARCHAR",
+            "SHA-256 of the uncompressed Profile message: the snapshot's identity (the same"
+            " profile read again, moved or recompressed adds nothing).",
+            False,
+        ),
+        _c("run_id", "BIGINT", "Ingest run that first loaded the snapshot (runs.run_id)."),
+        _c("path", "VARCHAR", "Absolute path of the profile file.", False),
+        _c(
+            "taken_at",
+            "TIMESTAMP",
+            "When the snapshot was taken (UTC): the profile's time_nanos where it records one,"
+            " else the file's modification time at ingest (time_source says which).",
+        ),
+        _c("time_source", "VARCHAR", "profile (time_nanos) or file (modification time)."),
+        _c("bytes_read", "BIGINT", "Uncompressed bytes of the Profile message.", False),
+        _c(
+            "sample_types",
+            "VARCHAR[]",
+            "The profile's sample types as type/unit, e.g. [allocations/count, space/bytes].",
+        ),
+        _c("buffer_count", "BIGINT", "Live buffers (kind buffer), all devices.", False),
+        _c("buffer_bytes", "BIGINT", "Their bytes.", False),
+        _c("executable_count", "BIGINT", "Loaded executables (kind executable).", False),
+        _c(
+            "executable_bytes",
+            "BIGINT",
+            "Their generated code's bytes as the runtime reports it (0 on CPU).",
+            False,
+        ),
+        _c("device_count", "INTEGER", "Distinct devices holding buffers.", False),
+        _c("stack_count", "INTEGER", "Distinct allocation stacks (runtime_frames).", False),
+    ),
+    per_module=False,
+)
+
+RUNTIME_SAMPLES = Table(
+    "runtime_samples",
+    "One row per sample of a device memory profile: `count` live buffers (or loaded"
+    " executables) of one size, on one device, made at one Python stack; `bytes` is their"
+    " total.",
+    (
+        _snapshot_id(),
+        _c("sample_index", "INTEGER", "0-based position of the sample in the profile.", False),
+        _c("kind", "VARCHAR", "buffer or executable (the profile's kind label).", False),
+        _c(
+            "device",
+            "VARCHAR",
+            "Device as the profile names it (cpu:0, cuda:0, TPU_0); NULL for executables.",
+        ),
+        _c("count", "BIGINT", "Buffers (or executables) in the sample.", False),
+        _c("bytes", "BIGINT", "Their bytes in all (count times the size).", False),
+        _c(
+            "stack_id",
+            "INTEGER",
+            "Allocation stack (runtime_frames.stack_id of the snapshot); NULL without one.",
+        ),
+        _c(
+            "source_file",
+            "VARCHAR",
+            "The allocating line's file: the innermost frame of the stack whose file is not"
+            " under a jax or jaxlib directory; NULL if every frame is.",
+        ),
+        _c("source_line", "INTEGER", "Its line."),
+        _c("source_function", "VARCHAR", "Its function."),
+        _c("labels", "VARCHAR[]", "The sample's other labels as key=value."),
+    ),
+    per_module=False,
+)
+
+RUNTIME_FRAMES = Table(
+    "runtime_frames",
+    "The allocation stacks of a snapshot, interned: one row per frame of each distinct"
+    " stack, innermost first (the Python traceback jax recorded when the buffer was made).",
+    (
+        _snapshot_id(),
+        _c("stack_id", "INTEGER", "0-based stack number within the snapshot.", False),
+        _c("depth", "INTEGER", "0 for the innermost frame, growing toward the caller.", False),
+        _c("function", "VARCHAR", "Function name.", False),
+        _c("file", "VARCHAR", "Source file as recorded.", False),
+        _c("line", "INTEGER", "Line in the file.", False),
+        _c("in_jax", "BOOLEAN", "The file is under a jax or jaxlib directory.", False),
+    ),
+    per_module=False,
+)
+
+RUNTIME_LABELS = Table(
+    "runtime_labels",
+    "User labels of a snapshot (`--label key=value` at ingest), like labels for modules: a"
+    " snapshot ingested again with new labels gains them.",
+    (
+        _snapshot_id(),
+        _c("key", "VARCHAR", "Label key.", False),
+        _c("value", "VARCHAR", "Label value.", False),
+    ),
+    per_module=False,
+)
+
 DIAGNOSTICS = Table(
     "diagnostics",
     "Warnings about loaded modules and OOM events, and errors of modules that failed to load.",
@@ -998,6 +1119,14 @@ DERIVED_TABLES: tuple[Table, ...] = (
 #: Tables of OOM events from logs: keyed by event_id, written whole per event.
 OOM_TABLES: tuple[Table, ...] = (OOM_EVENTS, OOM_BUFFERS, OOM_LABELS)
 
+#: Tables of device memory profiles: keyed by snapshot_id, written whole per snapshot.
+RUNTIME_TABLES: tuple[Table, ...] = (
+    RUNTIME_SNAPSHOTS,
+    RUNTIME_SAMPLES,
+    RUNTIME_FRAMES,
+    RUNTIME_LABELS,
+)
+
 TABLES: tuple[Table, ...] = (
     SCHEMA_INFO,
     RUNS,
@@ -1006,6 +1135,7 @@ TABLES: tuple[Table, ...] = (
     *MODULE_TABLES,
     *DERIVED_TABLES,
     *OOM_TABLES,
+    *RUNTIME_TABLES,
     DIAGNOSTICS,
     MEMORY_SPACES,
 )

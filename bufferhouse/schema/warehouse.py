@@ -382,6 +382,15 @@ def _add_peak_sources(con: duckdb.DuckDBPyConnection) -> None:
     derive_all(con)  # the derived tables by this release's statements
 
 
+def _add_runtime_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """7 -> 8: the device memory profile tables
+    (runtime_snapshots, runtime_samples, runtime_frames, runtime_labels), empty."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new tables
+        con.execute(statement)
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 _UPGRADES = {
     1: _renumber_modules,
@@ -390,6 +399,7 @@ _UPGRADES = {
     4: _add_proto_columns,
     5: _add_oom_tables,
     6: _add_peak_sources,
+    7: _add_runtime_tables,
 }
 
 

@@ -233,7 +233,7 @@ def ingest(
 def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str, DataFrame]:
     """The tables of a Parquet dataset as DataFrames, each module (content_hash) once:
     the copy with the lowest run_id, then module_id; labels of every copy on it. OOM
-    events alike, by event_hash."""
+    events alike, by event_hash, and snapshots by snapshot_hash."""
     functions, window = pyspark_modules()
     root = os.fspath(root).rstrip("/")
     raw: dict[str, DataFrame] = {}
@@ -267,6 +267,8 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
     # OOM events as modules: per event_hash the copy of the lowest run_id, then event_id
     events = first_copy(raw["oom_events"], "event_hash", "run_id", "event_id")
     keep_events = events.select("event_id", "run_id")
+    snapshots = first_copy(raw["runtime_snapshots"], "snapshot_hash", "run_id", "snapshot_id")
+    keep_snapshots = snapshots.select("snapshot_id", "run_id")
     out: dict[str, DataFrame] = {}
     for table in TABLES:
         cols = table.column_names
@@ -287,6 +289,14 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
             df = df.join(keep_events, ["event_id", "run_id"], "left_semi")
         elif table.name == "oom_labels":
             df = on_kept_copy("oom_labels", "oom_events", events, "event_id", "event_hash")
+        elif table.name == "runtime_snapshots":
+            df = snapshots
+        elif table.name in ("runtime_samples", "runtime_frames"):
+            df = df.join(keep_snapshots, ["snapshot_id", "run_id"], "left_semi")
+        elif table.name == "runtime_labels":
+            df = on_kept_copy(
+                "runtime_labels", "runtime_snapshots", snapshots, "snapshot_id", "snapshot_hash"
+            )
         elif table.per_module:
             df = df.join(keep, ["module_id", "run_id"], "left_semi")
         elif not is_partitioned(table):

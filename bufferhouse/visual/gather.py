@@ -72,6 +72,12 @@ class ReportData:
     oom_event_count: int = 0
     #: The oom-culprits query: ops and source lines that top the OOM buffer lists.
     oom_culprits: list[dict] = field(default_factory=list)
+    #: Device memory profiles: how many, and of the one loaded last its path, its buffers
+    #: per device (live-memory) and its top allocating lines (live-by-source).
+    snapshot_count: int = 0
+    snapshot_path: str | None = None
+    snapshot_devices: list[dict] = field(default_factory=list)
+    snapshot_sources: list[dict] = field(default_factory=list)
 
 
 def _rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[dict]:
@@ -202,9 +208,26 @@ def gather(
         data.oom_event_count = len(events)
         data.oom_events = events[:rows]
         data.oom_culprits = _rows(con, "oom-culprits", top=rows, label=label)
+    _runtime(con, data, label, rows)
     if baseline is not None:
         data.changes, data.changes_note = _changes(con, db, label, baseline)
     return data
+
+
+def _runtime(
+    con: duckdb.DuckDBPyConnection, data: ReportData, label: str | None, rows: int
+) -> None:
+    """The runtime part: the snapshot loaded last (ids grow with ingest order)."""
+    held = _rows(con, "live-memory", label=label)
+    if not held:
+        return
+    data.snapshot_count = len({r["snapshot_id"] for r in held})
+    newest = max(r["snapshot_id"] for r in held)
+    data.snapshot_devices = [
+        r for r in held if r["snapshot_id"] == newest and r["kind"] == "buffer"
+    ]
+    data.snapshot_path = next(r["path"] for r in held if r["snapshot_id"] == newest)
+    data.snapshot_sources = _rows(con, "live-by-source", snapshot=str(newest), top=rows)
 
 
 def _changes(

@@ -106,6 +106,9 @@ def render(data: ReportData) -> str:
     if data.oom_events:
         nav.append(("oom", "Out of memory"))
         parts += _oom_section(data)
+    if data.snapshot_devices:
+        nav.append(("runtime", "Device memory"))
+        parts += _runtime_section(data)
     for s in data.sections:
         nav.append(
             (_module_anchor(s.module), f"{s.module.module_name} \u00b7 {s.module.hash_prefix}")
@@ -334,6 +337,53 @@ def _oom_section(data: ReportData) -> list[str]:
                 ("programs", "programs", "text"),
             ],
             data.oom_culprits,
+        )
+    )
+    parts.append("</section>")
+    return parts
+
+
+def _runtime_section(data: ReportData) -> list[str]:
+    parts = ['<section id="runtime"><h2>Device memory</h2>']
+    parts.append(
+        f'<p class="note">{data.snapshot_count:,} device memory profiles; the one loaded last,'
+        f" <code>{_e(data.snapshot_path)}</code>: live buffers per device"
+        " (<code>bufferhouse query live-memory</code>).</p>"
+    )
+    parts.append(
+        _chart(
+            "runtime-devices",
+            plots.draw_devices(data.snapshot_devices),
+            "Live buffer bytes per device in the snapshot",
+        )
+    )
+    parts.append(
+        _table(
+            "runtime-devices",
+            [
+                ("device", "device", "code"),
+                ("live_bytes", "live", "bytes"),
+                ("array_count", "buffers", "int"),
+                ("share_pct", "share %", "pct"),
+            ],
+            data.snapshot_devices,
+        )
+    )
+    parts.append(
+        "<h3>Top allocating lines</h3><p class=note>The Python line that made the buffers (the"
+        " innermost frame outside jax), per device (<code>bufferhouse query"
+        " live-by-source</code>).</p>"
+    )
+    parts.append(
+        _table(
+            "runtime-sources",
+            [
+                ("source", "source", "code"),
+                ("device", "device", "code"),
+                ("max_bytes", "bytes", "bytes"),
+                ("max_count", "buffers", "int"),
+            ],
+            data.snapshot_sources,
         )
     )
     parts.append("</section>")

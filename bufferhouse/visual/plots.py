@@ -420,6 +420,27 @@ def draw_changes(rows: list[dict]):
         return fig
 
 
+def draw_devices(rows: list[dict]):
+    """Horizontal bars: live buffer bytes per device of one snapshot."""
+    with _style():
+        _, Figure = _matplotlib()
+        height = 1.0 + 0.32 * max(len(rows), 1)
+        fig = Figure(figsize=(12.0, height), dpi=DPI)
+        ax = fig.add_subplot()
+        fig.subplots_adjust(left=0.2, right=0.97, top=1 - 0.2 / height, bottom=0.55 / height)
+        y = list(range(len(rows)))[::-1]
+        sizes = [r["live_bytes"] or 0 for r in rows]
+        _name_bars(ax.barh(y, sizes, color="#1f77b4", height=0.7), "bars-device")
+        ax.set_yticks(y, [str(r["device"]) for r in rows], fontsize=8)
+        vmax = max([*sizes, 1])
+        ax.set_xlim(0, vmax * 1.02)
+        _byte_axis(ax.xaxis, vmax)
+        ax.set_xlabel("live buffer bytes")
+        ax.grid(axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        return fig
+
+
 def output_format(path: str | os.PathLike[str]) -> str:
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in FORMATS:

@@ -1,4 +1,4 @@
-"""Regenerate hlo_pb2.py and xplane_pb2.py from the .proto files beside them.
+"""Regenerate hlo_pb2.py, xplane_pb2.py and profile_pb2.py from the .proto files beside them.
 
     pip install --no-deps --target /tmp/protoc "grpcio-tools==1.49.1" "setuptools<81"
     PYTHONPATH=/tmp/protoc python -m bufferhouse.parse.proto.regen [OUT_DIR]
@@ -23,7 +23,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]  # the files register as bufferhouse/parse/proto/*.proto: no clash
-PROTOS = ("hlo.proto", "xplane.proto")
+PROTOS = ("hlo.proto", "xplane.proto", "profile.proto")
 #: The protoc that wrote the committed modules, and what its grpc_tools needs to import.
 PROTOC = ("grpcio-tools==1.49.1", "setuptools<81")
 

@@ -1,0 +1,116 @@
+-- name: live-growth
+-- description: What grew between two snapshots (of one run, or of two runs), by the Python line that allocated it, per device: the leak view.
+-- param before VARCHAR = NULL: The earlier snapshot: snapshot_id, 12-digit hash prefix, path or file name (snapshot_keys); NULL: the second latest by taken_at.
+-- param after VARCHAR = NULL: The later snapshot, named the same ways; NULL: the latest by taken_at.
+-- column source: The allocating line as file:line (live-by-source's rule); `(jax)` when every frame is jax's own, `(no stack)` without a stack.
+-- column device: Device as the profile names it.
+-- column before_bytes: Bytes the line held on the device in the earlier snapshot.
+-- column after_bytes: In the later one.
+-- column growth_bytes: after_bytes - before_bytes (negative: freed).
+-- column before_count: Buffers it held in the earlier snapshot.
+-- column after_count: In the later one.
+-- column growth_count: after_count - before_count.
+-- note: Only lines whose bytes or buffers changed; buffers only. A name that selects several snapshots (two runs' after.prof) is an error: give its path, id or hash prefix.
+-- example: bufferhouse query live-growth --param before=before.prof --param after=after.prof
+WITH ranked AS (
+  SELECT
+    snapshot_id,
+    row_number() OVER (
+      ORDER BY taken_at DESC NULLS LAST, path DESC, snapshot_id DESC
+    ) AS recency
+  FROM runtime_snapshots
+),
+before_side AS (
+  SELECT
+    CASE
+      WHEN count(*) = 1 OR ($before IS NULL AND count(*) = 0)
+        THEN min(snapshot_id)
+      WHEN count(*) = 0
+        THEN error('live-growth: no snapshot matches ''' || $before || '''')
+      ELSE error(
+        'live-growth: ' || $before || ' selects '
+        || CAST(count(*) AS VARCHAR)
+        || ' snapshots; give its path, snapshot_id or hash prefix'
+      )
+    END AS snapshot_id
+  FROM ranked
+  WHERE
+    CASE
+      WHEN $before IS NULL THEN recency = 2
+      ELSE snapshot_id IN (
+        SELECT snapshot_id FROM snapshot_keys WHERE key = $before
+      )
+    END
+),
+after_side AS (
+  SELECT
+    CASE
+      WHEN count(*) = 1 OR ($after IS NULL AND count(*) = 0)
+        THEN min(snapshot_id)
+      WHEN count(*) = 0
+        THEN error('live-growth: no snapshot matches ''' || $after || '''')
+      ELSE error(
+        'live-growth: ' || $after || ' selects '
+        || CAST(count(*) AS VARCHAR)
+        || ' snapshots; give its path, snapshot_id or hash prefix'
+      )
+    END AS snapshot_id
+  FROM ranked
+  WHERE
+    CASE
+      WHEN $after IS NULL THEN recency = 1
+      ELSE snapshot_id IN (
+        SELECT snapshot_id FROM snapshot_keys WHERE key = $after
+      )
+    END
+),
+samples AS (
+  SELECT s.*, FALSE AS is_after
+  FROM runtime_samples AS s
+  WHERE s.snapshot_id IN (SELECT snapshot_id FROM before_side)
+  UNION ALL
+  SELECT s.*, TRUE AS is_after
+  FROM runtime_samples AS s
+  WHERE s.snapshot_id IN (SELECT snapshot_id FROM after_side)
+),
+keyed AS (
+  SELECT
+    device,
+    bytes,
+    count,
+    is_after,
+    CASE
+      WHEN stack_id IS NULL THEN '(no stack)'
+      WHEN source_file IS NULL THEN '(jax)'
+      ELSE source_file || ':' || CAST(source_line AS VARCHAR)
+    END AS source
+  FROM samples
+  WHERE kind = 'buffer'
+),
+sides AS (
+  SELECT
+    source,
+    device,
+    CAST(coalesce(sum(bytes) FILTER (WHERE NOT is_after), 0) AS BIGINT)
+      AS before_bytes,
+    CAST(coalesce(sum(bytes) FILTER (WHERE is_after), 0) AS BIGINT)
+      AS after_bytes,
+    CAST(coalesce(sum(count) FILTER (WHERE NOT is_after), 0) AS BIGINT)
+      AS before_count,
+    CAST(coalesce(sum(count) FILTER (WHERE is_after), 0) AS BIGINT)
+      AS after_count
+  FROM keyed
+  GROUP BY source, device
+)
+SELECT
+  source,
+  device,
+  before_bytes,
+  after_bytes,
+  after_bytes - before_bytes AS growth_bytes,
+  before_count,
+  after_count,
+  after_count - before_count AS growth_count
+FROM sides
+WHERE after_bytes <> before_bytes OR after_count <> before_count
+ORDER BY growth_bytes DESC, source, device
