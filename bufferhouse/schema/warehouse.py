@@ -527,12 +527,32 @@ def _dataset_folders(source: str) -> list[str]:
         roots = [source.rstrip("/")]
     else:
         roots = [r.rstrip("/") for r in sorted(glob.glob(source)) if os.path.isdir(r)]
-    return [
+    folders = [
         f"{root}/{t.name}/"
         for root in roots
         for t in TABLES
         if "://" in root or os.path.isdir(f"{root}/{t.name}")
     ]
+    base = _glob_base(source)
+    if folders and base is not None:
+        # DuckDB lists the folder a glob starts in to expand it: that folder is
+        # readable too, when every folder the glob names is a dataset.
+        datasets = {f.rsplit("/", 2)[0] for f in folders}
+        if datasets == set(roots):
+            folders.append(base)
+    return folders
+
+
+def _glob_base(source: str) -> str | None:
+    """The folder a local glob (`exports/*`) starts in, `exports/`; None for a plain
+    path, a URL, or a glob at the file system's root."""
+    if "://" in source or not glob.has_magic(source):
+        return None
+    head = source[: min(source.index(c) for c in "*?[" if c in source)]
+    base = os.path.dirname(head)
+    if not base or os.path.dirname(os.path.abspath(base)) == os.path.abspath(base):
+        return None
+    return base.rstrip("/") + "/"
 
 
 def _attached_from(con: duckdb.DuckDBPyConnection) -> str | None:
