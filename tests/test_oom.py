@@ -668,6 +668,7 @@ def test_parquet_writers_add_an_event_once(tmp_path):
 
 
 def test_a_version_5_warehouse_gains_the_oom_tables(tmp_path):
+    from bufferhouse.schema import SCHEMA_VERSION
     from bufferhouse.schema.warehouse import connect, schema_version
 
     db = tmp_path / "old.duckdb"
@@ -681,7 +682,7 @@ def test_a_version_5_warehouse_gains_the_oom_tables(tmp_path):
     assert report.events_loaded == 1
     con = connect(db)
     try:
-        assert schema_version(con) == 6
+        assert schema_version(con) == SCHEMA_VERSION
         assert con.execute("SELECT count(*) FROM oom_events").fetchone()[0] == 1
     finally:
         con.close()
