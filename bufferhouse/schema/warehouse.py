@@ -294,14 +294,13 @@ def _add_oom_fragment_columns(con: duckdb.DuckDBPyConnection) -> None:
     """6 -> 7: oom_events.is_fragment (true for the events loaded before whose message
     started without its first line, as their diagnostic says) and oom_events.byte_length
     (NULL before: such an event is never replaced by a grown log's longer read)."""
-    con.execute("ALTER TABLE oom_events ADD COLUMN IF NOT EXISTS is_fragment BOOLEAN")
+    # NOT NULL before the UPDATE: DuckDB builds no constraint over outstanding updates
+    con.execute("ALTER TABLE oom_events ADD COLUMN is_fragment BOOLEAN NOT NULL DEFAULT false")
     con.execute("ALTER TABLE oom_events ADD COLUMN IF NOT EXISTS byte_length BIGINT")
     con.execute(
-        "UPDATE oom_events SET is_fragment = EXISTS (SELECT 1 FROM diagnostics AS d"
-        " WHERE d.event_id = oom_events.event_id"
-        " AND d.message LIKE 'message starts without its first line%')"
+        "UPDATE oom_events SET is_fragment = true WHERE event_id IN (SELECT event_id"
+        " FROM diagnostics WHERE message LIKE 'message starts without its first line%')"
     )
-    con.execute("ALTER TABLE oom_events ALTER COLUMN is_fragment SET NOT NULL")
 
 
 #: Schema version -> the step that brings a warehouse of that version to the next.

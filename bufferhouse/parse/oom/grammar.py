@@ -334,6 +334,12 @@ def _operator(buf: dict[str, object], text: str, ev: Event, line: int) -> None:
                 )
 
 
+def entry_name(buf: dict[str, object], noun: str = "buffer") -> str:
+    """`buffer 3` in a message; the entry an excerpt starts in has no number yet."""
+    rank = buf.get("rank")
+    return f"{noun} {rank}" if rank is not None else f"the {noun} the excerpt starts in"
+
+
 def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: int) -> None:
     value = value.strip()
     if key == "Size":
@@ -341,9 +347,9 @@ def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: i
         try:
             exact = exact_bytes(value)
             size, is_exact = (exact, True) if exact is not None else parse_size(value.split("(")[0])
-            not_negative(size, f"buffer {buf.get('rank')}")
+            not_negative(size, f"{entry_name(buf)}")
         except SizeError as exc:
-            ev.problems.append(Problem(line, f"buffer {buf.get('rank')} size: {exc}", value))
+            ev.problems.append(Problem(line, f"{entry_name(buf)} size: {exc}", value))
             return
         buf["size_bytes"], buf["size_exact"] = size, is_exact
     elif key == "Operator":
@@ -360,9 +366,9 @@ def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: i
         try:
             exact = exact_bytes(value)
             size = exact if exact is not None else parse_size(value.split("(")[0])[0]
-            not_negative(size, f"buffer {buf.get('rank')} unpadded size")
+            not_negative(size, f"{entry_name(buf)} unpadded size")
         except SizeError as exc:
-            ev.problems.append(Problem(line, f"buffer {buf.get('rank')} unpadded size: {exc}"))
+            ev.problems.append(Problem(line, f"{entry_name(buf)} unpadded size: {exc}"))
             return
         buf["unpadded_bytes"] = size
     elif key == "Extra memory due to padding":
@@ -371,9 +377,9 @@ def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: i
             buf["padding_expansion"] = decimal(ev, m.group("x"), line, "padding expansion")
         try:
             padding, _ = parse_size(value.split("(")[0])
-            not_negative(padding, f"buffer {buf.get('rank')} padding")
+            not_negative(padding, f"{entry_name(buf)} padding")
         except SizeError as exc:
-            ev.problems.append(Problem(line, f"buffer {buf.get('rank')} padding: {exc}"))
+            ev.problems.append(Problem(line, f"{entry_name(buf)} padding: {exc}"))
             return
         buf["padding_bytes"] = padding
     elif key == "Allocation type":
@@ -394,7 +400,7 @@ def close_cut_entry(ev: Event, buf: dict[str, object], line: int, noun: str) -> 
     """An entry the message ends inside: kept with what it has, the event marked cut."""
     close_entry(ev, buf)
     ev.truncated = True
-    ev.problems.append(Problem(line, f"{noun} {buf['rank']} is cut short (no ===== line)"))
+    ev.problems.append(Problem(line, f"{entry_name(buf, noun)} is cut short (no ===== line)"))
 
 
 def join_wrapped(

@@ -28,6 +28,7 @@ from bufferhouse.parse.oom.grammar import (
     decimal,
     entry_field,
     entry_line,
+    entry_name,
     error_type,
     finish,
     join_wrapped,
@@ -141,7 +142,7 @@ def parse_tpu(ev: Event, src: Lines, first: str, cut: bool, entries: bool = Fals
                 close_entry(ev, buf)
                 ev.truncated = True
                 ev.problems.append(
-                    Problem(n, f"allocation {buf['rank']} ends without its ===== line")
+                    Problem(n, f"{entry_name(buf, 'allocation')} ends without its ===== line")
                 )
             listed = True
             buf, in_label = {"rank": rank_of(ev, m.group("n"), n), "line": n}, False

@@ -25,6 +25,7 @@ from bufferhouse.parse.oom.grammar import (
     decimal,
     entry_field,
     entry_line,
+    entry_name,
     error_type,
     finish,
     join_wrapped,
@@ -128,7 +129,9 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = Fals
             if buf is not None:
                 close_entry(ev, buf)
                 ev.truncated = True
-                ev.problems.append(Problem(n, f"buffer {buf['rank']} ends without its ===== line"))
+                ev.problems.append(
+                    Problem(n, f"{entry_name(buf, 'buffer')} ends without its ===== line")
+                )
             buf, last_field = {"rank": rank_of(ev, m.group("n"), n), "line": n}, None
         elif buf is not None and (m := FIELD.fullmatch(s)):
             entry_field(ev, buf, m.group("key"), m.group("value"), n)
