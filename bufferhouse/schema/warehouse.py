@@ -294,7 +294,15 @@ def _add_oom_fragment_columns(con: duckdb.DuckDBPyConnection) -> None:
     """6 -> 7: oom_events.is_fragment (true for the events loaded before whose message
     started without its first line, as their diagnostic says) and oom_events.byte_length
     (NULL before: such an event is never replaced by a grown log's longer read)."""
-    # NOT NULL before the UPDATE: DuckDB builds no constraint over outstanding updates
+    (present,) = first_row(
+        con,
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'oom_events'"
+        " AND column_name = 'is_fragment'",
+    )
+    if present:  # made by the 5 -> 6 step of this release, with both columns
+        return
+    # NOT NULL at once (DuckDB builds no constraint over outstanding updates), so without
+    # IF NOT EXISTS, which DuckDB refuses for a NOT NULL column
     con.execute("ALTER TABLE oom_events ADD COLUMN is_fragment BOOLEAN NOT NULL DEFAULT false")
     con.execute("ALTER TABLE oom_events ADD COLUMN IF NOT EXISTS byte_length BIGINT")
     con.execute(

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bufferhouse.parse.oom.prefix import Prefix
+from bufferhouse.parse.oom.prefix import Prefix, detect
 from bufferhouse.parse.oom.sizes import MAX_BYTES, SizeError, exact_bytes, parse_size, shown
 from bufferhouse.parse.shapes import TextSyntaxError, byte_size, parse_shape, parse_shape_at
 
@@ -239,11 +239,10 @@ def error_type(ev: Event, first: str) -> None:
 def fragment_line(line: str) -> bool:
     """Does `line` (a log line, prefix and all) belong to a buffer list and start no
     message? Such a line with no message above is part of an excerpt cut at the top."""
-    from bufferhouse.parse.oom.prefix import detect
-
     _, rest = detect(line)
     s = rest.strip()
-    return bool(s) and start_kind(rest) is None and entry_line(s)
+    starts = FIELD.fullmatch(s) or BUF.fullmatch(s) or ENTRY.fullmatch(s)  # not a ===== line
+    return bool(starts) and start_kind(rest) is None
 
 
 def open_fragment_entry(ev: Event, first: str) -> dict[str, object] | None:
