@@ -363,3 +363,16 @@ def test_a_version_6_warehouse_gains_is_fragment_from_its_diagnostics(tmp_path):
         ("cut.txt", True, None),
         ("whole.log", False, None),
     ]
+
+
+def test_check_finds_a_negative_size_that_ingest_would_refuse(tmp_path):
+    from bufferhouse.check import check_warehouse
+
+    db = tmp_path / "w.duckdb"
+    bufferhouse.ingest([OOM / "tpu-runtime.log", OOM / "gpu-peak-buffers.log"], db=db, jobs=1)
+    assert check_warehouse(db).ok  # `Available after request -2.02G` is a difference
+    with duckdb.connect(str(db)) as con:  # what a loader without the rule stored
+        con.execute("UPDATE oom_buffers SET size_bytes = -size_bytes WHERE rank = 2")
+    report = check_warehouse(db)
+    messages = [p.message for p in report.problems if p.check == "oom events"]
+    assert len(messages) == 1 and "buffer 2 size_bytes is -3221225472 bytes" in messages[0]

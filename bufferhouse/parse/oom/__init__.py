@@ -10,6 +10,7 @@ replaced by it (load.writer; docs/oom.md).
 """
 
 from bufferhouse.parse.discover import text_path
+from bufferhouse.parse.oom.grammar import SIGNED_FIGURES
 from bufferhouse.parse.oom.messages import Event, Problem, parse_event
 from bufferhouse.parse.oom.rows import LogEvents, log_events
 from bufferhouse.parse.oom.scan import (
@@ -30,6 +31,7 @@ def read_log(path: str) -> LogEvents:
 
 __all__ = [
     "MARKERS",
+    "SIGNED_FIGURES",
     "Event",
     "LogEvents",
     "LogScan",
