@@ -190,9 +190,12 @@ def test_a_corrupt_gz_with_nothing_readable_is_an_error_naming_it(tmp_path, data
     assert "gz" in result.error.message and "read up to byte" in result.error.message
 
 
-def test_a_corrupt_gz_in_a_directory_is_a_diagnostic(tmp_path):
+@pytest.mark.parametrize(
+    "junk", [b"\x1f\x8bjunk", b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03" + b"\xff" * 64]
+)
+def test_a_corrupt_gz_in_a_directory_is_a_diagnostic(tmp_path, junk):
     (tmp_path / "logs").mkdir()
-    write(tmp_path / "logs", "a.log.gz", b"\x1f\x8bjunk")
+    write(tmp_path / "logs", "a.log.gz", junk)
     shutil.copy(OOM / "one-line.txt", tmp_path / "logs" / "b.log")
     db = tmp_path / "w.duckdb"
     report = bufferhouse.ingest([tmp_path / "logs"], db=db, jobs=1)
@@ -376,3 +379,13 @@ def test_check_finds_a_negative_size_that_ingest_would_refuse(tmp_path):
     report = check_warehouse(db)
     messages = [p.message for p in report.problems if p.check == "oom events"]
     assert len(messages) == 1 and "buffer 2 size_bytes is -3221225472 bytes" in messages[0]
+
+
+def test_an_unpadded_size_above_the_size_derives_no_negative_padding(tmp_path):
+    """Found by bench/oom_fuzz.py: padding was size - unpadded, negative here."""
+    text = TPU.replace("     Unpadded size: 1.00G", "     Unpadded size: 2.00G")
+    (event,) = scan_file(str(write(tmp_path, "p.log", text))).events
+    third = event.buffers[2]
+    assert (third["size_bytes"], third["unpadded_bytes"]) == (G, 2 * G)
+    assert "padding_bytes" not in third and "padding_expansion" not in third
+    assert [p.line for p in event.problems] == [line_of(text, "  3. Size")]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -101,7 +102,7 @@ def _looks_like_buffer_assignment(path: str) -> bool:
         else:
             with open(path, "rb") as f:
                 head = f.read(64)
-    except (OSError, EOFError, gzip.BadGzipFile):
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error):
         return False
     return head.lstrip(b"\xef\xbb\xbf \r\n").startswith(_MAGIC)
 

@@ -387,7 +387,15 @@ def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: i
 
 def close_entry(ev: Event, buf: dict[str, object]) -> None:
     size, unpadded = buf.get("size_bytes"), buf.get("unpadded_bytes")
-    if isinstance(size, int) and isinstance(unpadded, int):
+    if isinstance(size, int) and isinstance(unpadded, int) and unpadded > size:
+        ev.problems.append(
+            Problem(
+                buf["line"],  # type: ignore[arg-type]
+                f"{entry_name(buf)}: unpadded size {unpadded} is larger than its size {size};"
+                " no padding derived",
+            )
+        )
+    elif isinstance(size, int) and isinstance(unpadded, int):
         buf.setdefault("padding_bytes", size - unpadded)
         if unpadded > 0:
             buf.setdefault("padding_expansion", round(size / unpadded, 1))
