@@ -3,7 +3,7 @@
     python bench/oom_fuzz.py [--inputs 50000] [--seed 31] [--json FILE]
 
 Each input is a fixture (or two spliced) changed in one to three ways: a byte
-flipped, a marker or an absurd or negative number pasted in, a line repeated,
+flipped, a marker, an absurd or negative number or a 20,000-character word pasted in, a line repeated,
 dropped or cut, line ends made CR, the text cut anywhere or started mid-message.
 Every input goes through what ingest runs per log (the scan, the folding of
 repeats, the Arrow tables). It fails an input when an exception escapes, when
@@ -49,6 +49,8 @@ PASTE = [
     b"\r",
     b"\xff\xfe",
     b"==========================",
+    b"a" * 20_000,  # a long word: `\w+` tried from each offset of it was quadratic
+    b"9" * 20_000,
 ]
 
 
@@ -112,6 +114,9 @@ def main() -> None:
     ap.add_argument("--inputs", type=int, default=50_000)
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--json", type=Path)
+    ap.add_argument(
+        "--write", type=int, metavar="N", help="write input N to fuzz-N.log, check none"
+    )
     args = ap.parse_args()
     bases = [
         p.read_bytes()
@@ -120,21 +125,26 @@ def main() -> None:
     ]
     rng = random.Random(args.seed)
     failures: list[dict] = []
-    slowest, total_bytes, started = 0.0, 0, time.perf_counter()
+    slowest, slowest_at, total_bytes, started = 0.0, 0, 0, time.perf_counter()
     for n in range(args.inputs):
         data = rng.choice(bases)
         if rng.random() < 0.2:
             data += rng.choice(bases)
         for _ in range(rng.randrange(1, 4)):
             data = mutate(rng, data)
+        if args.write is not None:
+            if n == args.write:
+                Path(f"fuzz-{n}.log").write_bytes(data)
+                return
+            continue
         total_bytes += len(data)
         t = time.perf_counter()
         try:
             bad = check(data)
         except Exception:
             bad = [traceback.format_exc(limit=3)]
-        if n:  # the first input pays for compiling the grammar's regexes
-            slowest = max(slowest, time.perf_counter() - t)
+        if n and time.perf_counter() - t > slowest:  # the first pays for compiling regexes
+            slowest, slowest_at = time.perf_counter() - t, n
         if bad and len(failures) < 20:
             failures.append({"input": n, "bytes": len(data), "what": bad[:3]})
         elif bad:
@@ -146,6 +156,7 @@ def main() -> None:
         "seconds": round(time.perf_counter() - started, 1),
         "failed": len(failures),
         "slowest_input_ms": round(slowest * 1e3, 1),
+        "slowest_input": slowest_at,
         "first_failures": failures[:20],
     }
     print(json.dumps(result, indent=2))

@@ -124,7 +124,9 @@ _FUNCTION_NODE = re.compile(r"\{\{function_node (?P<name>[^}\s]+)\}\}")
 XLA_FIRST = re.compile(r"Out of memory while trying to allocate (?P<req>.*?)\s*$")
 _EXHAUSTED = re.compile(r"RESOURCE_EXHAUSTED|[Rr]esource exhausted")
 _MEMORY_WORDS = re.compile(r"(?i)memory|alloc|\boom\b|hbm|vmem|bytes")
-_ERROR_TYPE = re.compile(r"(\*\* \(\w+\)|[\w.]*(?:Error|Exception|Status)\b)")
+_ERROR_TYPE = re.compile(r"(\*\* \(\w+\)|(?<![\w.])[\w.]*(?:Error|Exception|Status)\b)")
+#: Characters before RESOURCE_EXHAUSTED searched for the exception's name.
+ERROR_TYPE_CHARS = 256
 
 BA_DEBUG = re.compile(r"BufferAssignment OOM Debugging\.?")
 BA_STATS = re.compile(r"BufferAssignment stats:")
@@ -142,7 +144,9 @@ LARGEST = re.compile(r"Largest program allocations in (?P<space>[\w-]+):?")
 ENTRY = re.compile(r"(?P<n>\d+)\\?\.\s+Size:\s*(?P<value>.*)")
 
 _EXPANSION = re.compile(r"\((?P<x>[\d.]+)x expansion\)")
-_METADATA = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"|(\w+)=(\S+)')
+#: Each pattern below that a search tries at every offset starts after a lookbehind: from
+#: every start inside a long word, `\w+` or `[\d.]+` would scan the word again (quadratic).
+_METADATA = re.compile(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"|(?<!\w)(\w+)=(\S+)')
 _LABEL = re.compile(r"%?(?P<name>[\w.\-]+) = ")
 _OPCODE = re.compile(r"(?P<opcode>[a-z][\w-]*)\(")
 _JIT = re.compile(r"^(?P<kind>jit|pjit|pmap|xmap|shard_map)\((?P<name>[^)/]*)\)")
@@ -225,7 +229,9 @@ class Lines:
 
 def error_type(ev: Event, first: str) -> None:
     m = _EXHAUSTED.search(first)
-    head = first[: m.start()] if m else first
+    # the name just before the status; bounded, as `[\w.]*` from every start of a long
+    # word is quadratic (a 20,000-character word took 24 s)
+    head = (first[: m.start()] if m else first)[-ERROR_TYPE_CHARS:]
     found = _ERROR_TYPE.findall(head)
     if found:
         ev.fields["error_type"] = found[-1]

@@ -55,7 +55,7 @@ __all__ = [
 REPEAT_WITHIN = 200
 
 _ONE_LINE_ALLOC = re.compile(
-    r"(?P<alloc>#?[\w.\-]+)\s*\[shape\s*=\s*'(?P<shape>[^']*)',\s*space\s*=\s*(?P<space>[\w-]+),"
+    r"(?<![\w.\-#])(?P<alloc>#?[\w.\-]+)\s*\[shape\s*=\s*'(?P<shape>[^']*)',\s*space\s*=\s*(?P<space>[\w-]+),"
     r"\s*size\s*=\s*(?P<size>\w+),\s*tag\s*=\s*'(?P<tag>[^']*)'\]"
     r"(?:\s*::\s*(?P<instr>.*))?"
 )

@@ -66,10 +66,10 @@ _FIGURE = re.compile(
     r"(?P<name>[A-Za-z][\w .()/-]*?)\s+(?P<size>-?(?:\d+(?:\.\d*)?|\.\d+)\s?[A-Za-z]*)"
     r"(?P<rest>(?:\s.*|\(.*)?)"
 )
-_UTILIZATION = re.compile(r"(?P<pct>[\d.]+)% utilization")
+_UTILIZATION = re.compile(r"(?<![\d.])(?P<pct>[\d.]+)% utilization")  # see grammar._METADATA
 _UNPADDED = re.compile(r"Unpadded \((?P<size>" + SZ + r"?)\)")
 _PADDED = re.compile(r"Padded \((?P<size>" + SZ + r"?)\)")
-_FRAGMENTATION = re.compile(r"(?P<pct>[\d.]+)% fragmentation \((?P<size>" + SZ + r"?)\)")
+_FRAGMENTATION = re.compile(r"(?<![\d.])(?P<pct>[\d.]+)% fragmentation \((?P<size>" + SZ + r"?)\)")
 
 
 def parse_tpu(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
