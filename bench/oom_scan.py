@@ -1,6 +1,11 @@
 """Scan a 1 GB training log for OOM messages, next to DuckDB reading the same lines.
 
     python bench/oom_scan.py [--size-mb 1000] [--repeat 2] [--gzip] [--json FILE]
+    python bench/oom_scan.py --markers 10000,20000,100000
+
+With --markers: the time to scan a log of one line holding N markers (`RESOURCE_EXHAUSTED`
+and `Unpadded size:`, starting no message), then a GPU message; it was quadratic in N
+(issue 31: 20,000 took 299 s), it is linear: the seconds per marker stay flat.
 
 The log is generated once under bench/_work/oom/ (gitignored): training-loop
 lines of the kinds real jobs print (step/loss/throughput lines, glog lines,
@@ -136,6 +141,29 @@ def bufferhouse_scan(path: Path) -> tuple[float, list]:
     return time.perf_counter() - started, scan.events
 
 
+def markers_on_one_line(counts: list[int], repeat: int) -> dict:
+    """Seconds to scan `noise line of N markers + one message`, best of `repeat`."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    message = (FIXTURES / "gpu-peak-buffers.log").read_text()
+    rows = []
+    for n in counts:
+        path = WORK / f"markers-{n}.log"
+        path.write_text("x RESOURCE_EXHAUSTED Unpadded size: " * n + "\n" + message)
+        best = min(bufferhouse_scan(path)[0] for _ in range(repeat))
+        events = bufferhouse_scan(path)[1]
+        if [len(e.buffers) for e in events] != [4]:
+            sys.exit(f"{path}: expected the one message of 4 buffers, found {events}")
+        rows.append(
+            {
+                "markers": 2 * n,
+                "seconds": round(best, 3),
+                "us_per_marker": round(best / (2 * n) * 1e6, 2),
+            }
+        )
+        path.unlink()
+    return {"machine": machine(), "one_line_markers": rows}
+
+
 def machine() -> str:
     model = ""
     try:
@@ -154,7 +182,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--gzip", action="store_true", help="a .gz log (DuckDB reads it too)")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--markers", help="comma-separated marker counts: time one-line logs")
     args = ap.parse_args()
+    if args.markers:
+        result = markers_on_one_line([int(n) for n in args.markers.split(",")], args.repeat)
+        print(json.dumps(result, indent=2))
+        return
     path, firsts = build(args.size_mb * 10**6, args.gzip)
     size = args.size_mb * 10**6 if not args.gzip else None
     if size is None:

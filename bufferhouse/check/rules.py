@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from bufferhouse.parse.oom import SIGNED_FIGURES
 from bufferhouse.queries import sql_files
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES, quote_identifier
 from bufferhouse.schema.derive import STATEMENTS, module_ranges
@@ -217,7 +218,8 @@ def _module_ids(con: duckdb.DuckDBPyConnection) -> list[Problem]:
 
 def _oom_events(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     """OOM events are whole (their buffers and diagnostics all there), unique by
-    event_hash and id, and nothing points at an event or run that is not there."""
+    event_hash and id, nothing points at an event or run that is not there, and no
+    size is negative but the differences ingest allows (the same SIGNED_FIGURES)."""
     problems = [
         Problem(
             "oom events", f"event {eid} ({path}:{line}) lists {listed} buffers, {stored} are stored"
@@ -243,6 +245,10 @@ def _oom_events(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     problems += [
         Problem("oom events", f"event {eid} loaded by run {run_id}, which is not in runs")
         for eid, run_id in rows(con, "oom-orphan-runs")
+    ]
+    problems += [
+        Problem("oom events", f"event {eid}: {what} is {n} bytes, a negative amount of memory")
+        for eid, what, n in rows(con, "oom-negative-sizes", signed=sorted(SIGNED_FIGURES))
     ]
     return problems
 

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from bufferhouse.errors import DumpError, WarehouseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.discover import text_path
-from bufferhouse.parse.oom import LogEvents
+from bufferhouse.parse.oom import LogEvents, log_key, raw_hash
 from bufferhouse.parse.pprof import SnapshotTables
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema, quote_identifier
 from bufferhouse.schema.derive import derive
@@ -158,6 +158,9 @@ class Batch:
     #: OOM events (oom_events, oom_buffers rows with their event ids), one part per log.
     events: list[pa.Table] = field(default_factory=list)
     event_buffers: list[pa.Table] = field(default_factory=list)
+    #: OOM events already held that a longer read of the same message in this batch
+    #: replaces (their ids are the new rows'): their old rows go in the batch's transaction.
+    replaced_events: list[int] = field(default_factory=list)
     #: OOM events already held that this run labels.
     present_event_labels: list[int] = field(default_factory=list)
     #: Snapshots of device memory profiles, each whole, with their ids set.
@@ -230,6 +233,7 @@ class ModuleBuffer:
         held: Mapping[str, int] | None = None,
         held_events: Mapping[str, int] | None = None,
         held_snapshots: Mapping[str, int] | None = None,
+        held_spans: Mapping[tuple[str, int], list[HeldSpan]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.labels = labels
@@ -244,6 +248,9 @@ class ModuleBuffer:
         #: snapshot_hash -> snapshot_id of every snapshot the sink holds, this run's included.
         self.snapshot_ids: dict[str, int] = dict(held_snapshots or {})
         self.snapshot_id_source = ModuleIds(after=max(self.snapshot_ids.values(), default=None))
+        #: (log key, byte offset) -> the events held there before this run, for a sink
+        #: that can replace an event (the warehouse); None: it never does.
+        self.event_spans = held_spans
         self.batch = Batch()
 
     def add_snapshot(self, snapshot: SnapshotTables) -> int | None:
@@ -287,6 +294,7 @@ class ModuleBuffer:
         """
         batch = self.batch
         hashes = log.hashes
+        offsets = log.events.column("byte_offset").to_pylist()
         keep, ids, present = [], [], 0
         for ordinal, event_hash in enumerate(hashes):
             held = self.event_ids.get(event_hash)
@@ -295,7 +303,13 @@ class ModuleBuffer:
                 if self.labels:
                     batch.present_event_labels.append(held)
                 continue
-            event_id = self.event_id_source.next()
+            event_id = self._replaced(log, offsets[ordinal], log.raws[ordinal])
+            if event_id is not None:
+                batch.replaced_events.append(event_id)
+                if self.labels:
+                    batch.present_event_labels.append(event_id)
+            else:
+                event_id = self.event_id_source.next()
             self.event_ids[event_hash] = event_id
             keep.append(ordinal)
             ids.append(event_id)
@@ -323,12 +337,30 @@ class ModuleBuffer:
             batch.rows += events.num_rows + buffers.num_rows
         return keep, present
 
+    def _replaced(self, log: LogEvents, byte_offset: int, raw: bytes) -> int | None:
+        """The held event that this one is a longer read of, if any: one held before this
+        run at the same log name and byte offset whose bytes are the start of this one's
+        (a message the log was still writing when it was read). Its id is this one's."""
+        if self.event_spans is None:
+            return None
+        key = log_key(log.path)
+        for held in self.event_spans.get((key, byte_offset), ()):
+            if held.byte_length < len(raw) and held.event_hash == raw_hash(
+                key, byte_offset, raw[: held.byte_length]
+            ):
+                self.event_spans[(key, byte_offset)].remove(held)
+                return held.event_id
+        return None
+
     def new_event_label_rows(self, batch: Batch) -> list[dict]:
-        """oom_labels rows of the new events in `batch`."""
+        """oom_labels rows of the new events in `batch` (a replaced event keeps its own,
+        and gains this run's through present_event_labels)."""
+        replaced = set(batch.replaced_events)
         return [
             {"event_id": event_id, "key": k, "value": v}
             for part in batch.events
             for event_id in part.column("event_id").to_pylist()
+            if event_id not in replaced
             for k, v in self.labels
         ]
 
@@ -423,7 +455,9 @@ class ModuleWriter(ModuleBuffer):
         snapshots = dict(
             con.execute("SELECT snapshot_hash, snapshot_id FROM runtime_snapshots").fetchall()
         )
-        super().__init__(run_id, labels, max_modules, max_rows, held, events, snapshots)
+        super().__init__(
+            run_id, labels, max_modules, max_rows, held, events, snapshots, held_spans(con)
+        )
         self.con = con
         # DuckDB buffers 5 row groups of a bulk insert per table before it compresses and
         # writes them: for a module's instruction texts, ~150 MB more memory than 1 needs.
@@ -470,6 +504,8 @@ class ModuleWriter(ModuleBuffer):
                 )
             if batch.present_labels:
                 _insert_missing_labels(con, batch.present_labels, self.labels)
+            if batch.replaced_events:
+                _delete_events(con, batch.replaced_events)
             for name, data in batch.event_tables().items():
                 insert_arrow(con, name, data)
             if event_label_rows:
@@ -518,6 +554,35 @@ class ModuleWriter(ModuleBuffer):
         written = len(batch.modules)
         self.run_row = None
         return written
+
+
+@dataclass(frozen=True)
+class HeldSpan:
+    """A stored OOM event as a grown log's read of it is matched against."""
+
+    event_id: int
+    event_hash: str
+    byte_length: int
+
+
+def held_spans(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], list[HeldSpan]]:
+    """(log key, byte offset) -> the warehouse's events there (those with a byte_length)."""
+    spans: dict[tuple[str, int], list[HeldSpan]] = {}
+    for event_id, event_hash, path, offset, length in con.execute(
+        "SELECT event_id, event_hash, path, byte_offset, byte_length FROM oom_events"
+        " WHERE byte_length IS NOT NULL"
+    ).fetchall():
+        spans.setdefault((log_key(path), offset), []).append(HeldSpan(event_id, event_hash, length))
+    return spans
+
+
+def _delete_events(con: duckdb.DuckDBPyConnection, event_ids: list[int]) -> None:
+    """The rows of events a longer read replaces (their labels stay: the id is kept)."""
+    for table in ("oom_buffers", "oom_events", "diagnostics"):
+        con.execute(
+            f"DELETE FROM {quote_identifier(table)} WHERE event_id IN (SELECT unnest(?))",
+            [event_ids],
+        )
 
 
 def _insert_missing_labels(

@@ -128,8 +128,9 @@ def parse_profile(profile: ProfileFile, max_bytes: int | None = None) -> ParseRe
 
 
 def parse_log(log: LogFile) -> ParseResult:
-    """Scan one log for OOM events. Never raises: a log given by name that holds no
-    message (and is no dump) fails with what was expected; any other is skipped."""
+    """Scan one log for OOM events. Never raises: a log that could not be read and gave
+    no event fails with why; one given by name that holds no message (and is no dump)
+    fails with what was expected; any other is skipped."""
     try:
         events = read_log(log.path)
     except Exception as exc:  # a bug of ours must not take the batch down
@@ -137,16 +138,18 @@ def parse_log(log: LogFile) -> ParseResult:
         error = DumpError(log.path, 0, f"internal error while scanning for OOM messages: {detail}")
         return ParseResult("failed", error=error)
     if events.events.num_rows == 0:
+        if events.file_problems:  # unreadable, corrupt .gz: said, never skipped in silence
+            return ParseResult(
+                "failed", bytes_read=events.bytes_read, error=events.file_problems[0]
+            )
         if log.explicit:
-            problem = events.file_problems[0].message if events.file_problems else None
             return ParseResult(
                 "failed",
                 bytes_read=events.bytes_read,
                 error=DumpError(
                     log.path,
                     0,
-                    problem
-                    or "neither a buffer-assignment dump nor a log with an OOM message: expected"
+                    "neither a buffer-assignment dump nor a log with an OOM message: expected"
                     " the first line 'BufferAssignment:', a name ending in -buffer-assignment.txt,"
                     " or a RESOURCE_EXHAUSTED message",
                 ),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 @dataclass(frozen=True)
@@ -845,6 +845,20 @@ OOM_EVENTS = Table(
             "The message as read, per-line log prefixes removed (stored zstd-compressed).",
             compression="zstd",
         ),
+        _c(
+            "is_fragment",
+            "BOOLEAN",
+            "The message starts without its first line (a log rotated mid-message, an excerpt"
+            " that starts in the stats or the buffer list): the buffers it lists are kept.",
+            False,
+        ),
+        _c(
+            "byte_length",
+            "BIGINT",
+            "Bytes of the log the event_hash covers (for a message printed twice, both parts):"
+            " a grown log's longer read of the same message replaces it. NULL for events"
+            " loaded before schema 7.",
+        ),
     ),
     per_module=False,
 )
@@ -855,7 +869,13 @@ OOM_BUFFERS = Table(
     " the one-line form's allocation), in printed order.",
     (
         _event_id(),
-        _c("rank", "INTEGER", "Number printed before the buffer (`Buffer N:`, `N. Size:`).", False),
+        _c(
+            "rank",
+            "INTEGER",
+            "Number printed before the buffer (`Buffer N:`, `N. Size:`); for the entry a"
+            " fragment starts inside, one less than the next entry's; 0 when not known.",
+            False,
+        ),
         _c("line", "INTEGER", "1-based line of the buffer's first line in the log."),
         _c("size_bytes", "BIGINT", "`Size:` in bytes; NULL if it did not parse."),
         _c(

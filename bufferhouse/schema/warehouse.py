@@ -391,6 +391,27 @@ def _add_runtime_tables(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
+def _add_oom_fragment_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """8 -> 9: oom_events.is_fragment (true for the events loaded before whose message
+    started without its first line, as their diagnostic says) and oom_events.byte_length
+    (NULL before: such an event is never replaced by a grown log's longer read)."""
+    (present,) = first_row(
+        con,
+        "SELECT count(*) FROM duckdb_columns() WHERE table_name = 'oom_events'"
+        " AND column_name = 'is_fragment'",
+    )
+    if present:  # made by the 5 -> 6 step of this release, with both columns
+        return
+    # NOT NULL at once (DuckDB builds no constraint over outstanding updates), so without
+    # IF NOT EXISTS, which DuckDB refuses for a NOT NULL column
+    con.execute("ALTER TABLE oom_events ADD COLUMN is_fragment BOOLEAN NOT NULL DEFAULT false")
+    con.execute("ALTER TABLE oom_events ADD COLUMN IF NOT EXISTS byte_length BIGINT")
+    con.execute(
+        "UPDATE oom_events SET is_fragment = true WHERE event_id IN (SELECT event_id"
+        " FROM diagnostics WHERE message LIKE 'message starts without its first line%')"
+    )
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 _UPGRADES = {
     1: _renumber_modules,
@@ -400,6 +421,7 @@ _UPGRADES = {
     5: _add_oom_tables,
     6: _add_peak_sources,
     7: _add_runtime_tables,
+    8: _add_oom_fragment_columns,
 }
 
 

@@ -11,8 +11,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bufferhouse.parse.oom.prefix import Prefix
-from bufferhouse.parse.oom.sizes import SizeError, exact_bytes, parse_size
+from bufferhouse.parse.oom.prefix import Prefix, detect
+from bufferhouse.parse.oom.sizes import MAX_BYTES, SizeError, exact_bytes, parse_size, shown
 from bufferhouse.parse.shapes import TextSyntaxError, byte_size, parse_shape, parse_shape_at
 
 #: Non-blank lines looked at past an unknown line for the message to resume.
@@ -46,25 +46,64 @@ class Event:
     buffers: list[dict[str, object]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     truncated: bool = False
+    #: The message starts without its first line (a log rotated mid-message, an excerpt
+    #: that starts in the stats or the buffer list): what it holds is kept.
+    fragment: bool = False
     text: str = ""
     byte_offset: int = 0
     raw: bytes = b""
 
     def figure(self, key: str, text: str, line: int, exact_text: str | None = None) -> None:
-        """Record a printed size under `key`: exact bytes from `(N bytes)` win."""
-        exact = exact_bytes(exact_text) if exact_text else None
-        if exact is not None:
-            self.figures[key] = exact
-            self.exact.append(key)
-            return
+        """Record a printed size under `key`: exact bytes from `(N bytes)` win. A size
+        that does not parse, is too large or is negative where only a difference may be
+        is a problem of this figure; the message keeps the rest."""
         try:
-            value, is_exact = parse_size(text)
+            exact = exact_bytes(exact_text) if exact_text else None
+            value, is_exact = (exact, True) if exact is not None else parse_size(text)
+            not_negative(value, key, key.rsplit("/", 1)[-1] in SIGNED_FIGURES)
         except SizeError as exc:
             self.problems.append(Problem(line, f"{key}: {exc}"))
             return
         self.figures[key] = value
         if is_exact:
             self.exact.append(key)
+
+
+#: Figures that are differences, not amounts of memory, and so may be negative
+#: (`Available after request -2.02G` at TPU run time).
+SIGNED_FIGURES = frozenset({"available_after_request"})
+
+
+def not_negative(value: int, what: str, signed: bool = False) -> None:
+    """A size of memory is never negative: one printed so is an error of that figure."""
+    if value < 0 and not signed:
+        raise SizeError(f"expected a size of 0 or more for {what}, found {value} bytes")
+
+
+#: A rank (`Buffer N:`, `N. Size:`) is stored as a 32-bit INTEGER.
+MAX_RANK = (1 << 31) - 1
+
+
+def rank_of(ev: Event, text: str, line: int) -> int:
+    """The printed number of a buffer entry; 0, the number for "not known", and a
+    problem when it does not fit the column."""
+    if len(text) > 10 or int(text) > MAX_RANK:
+        ev.problems.append(
+            Problem(
+                line, f"buffer number {shown(text)} is too large (at most {MAX_RANK}); stored as 0"
+            )
+        )
+        return 0
+    return int(text)
+
+
+def decimal(ev: Event, text: str, line: int, what: str) -> float | None:
+    """A printed percentage or ratio; None (and a problem) when it is not a number."""
+    try:
+        return float(text)
+    except ValueError:
+        ev.problems.append(Problem(line, f"{what}: expected a number, found {shown(text)}"))
+        return None
 
 
 # --- line grammar -------------------------------------------------------------------
@@ -85,7 +124,9 @@ _FUNCTION_NODE = re.compile(r"\{\{function_node (?P<name>[^}\s]+)\}\}")
 XLA_FIRST = re.compile(r"Out of memory while trying to allocate (?P<req>.*?)\s*$")
 _EXHAUSTED = re.compile(r"RESOURCE_EXHAUSTED|[Rr]esource exhausted")
 _MEMORY_WORDS = re.compile(r"(?i)memory|alloc|\boom\b|hbm|vmem|bytes")
-_ERROR_TYPE = re.compile(r"(\*\* \(\w+\)|[\w.]*(?:Error|Exception|Status)\b)")
+_ERROR_TYPE = re.compile(r"(\*\* \(\w+\)|(?<![\w.])[\w.]*(?:Error|Exception|Status)\b)")
+#: Characters before RESOURCE_EXHAUSTED searched for the exception's name.
+ERROR_TYPE_CHARS = 256
 
 BA_DEBUG = re.compile(r"BufferAssignment OOM Debugging\.?")
 BA_STATS = re.compile(r"BufferAssignment stats:")
@@ -103,7 +144,9 @@ LARGEST = re.compile(r"Largest program allocations in (?P<space>[\w-]+):?")
 ENTRY = re.compile(r"(?P<n>\d+)\\?\.\s+Size:\s*(?P<value>.*)")
 
 _EXPANSION = re.compile(r"\((?P<x>[\d.]+)x expansion\)")
-_METADATA = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"|(\w+)=(\S+)')
+#: Each pattern below that a search tries at every offset starts after a lookbehind: from
+#: every start inside a long word, `\w+` or `[\d.]+` would scan the word again (quadratic).
+_METADATA = re.compile(r'(?<!\w)(\w+)="((?:[^"\\]|\\.)*)"|(?<!\w)(\w+)=(\S+)')
 _LABEL = re.compile(r"%?(?P<name>[\w.\-]+) = ")
 _OPCODE = re.compile(r"(?P<opcode>[a-z][\w-]*)\(")
 _JIT = re.compile(r"^(?P<kind>jit|pjit|pmap|xmap|shard_map)\((?P<name>[^)/]*)\)")
@@ -186,7 +229,9 @@ class Lines:
 
 def error_type(ev: Event, first: str) -> None:
     m = _EXHAUSTED.search(first)
-    head = first[: m.start()] if m else first
+    # the name just before the status; bounded, as `[\w.]*` from every start of a long
+    # word is quadratic (a 20,000-character word took 24 s)
+    head = (first[: m.start()] if m else first)[-ERROR_TYPE_CHARS:]
     found = _ERROR_TYPE.findall(head)
     if found:
         ev.fields["error_type"] = found[-1]
@@ -197,7 +242,26 @@ def error_type(ev: Event, first: str) -> None:
             break
 
 
+def fragment_line(line: str) -> bool:
+    """Does `line` (a log line, prefix and all) belong to a buffer list and start no
+    message? Such a line with no message above is part of an excerpt cut at the top."""
+    _, rest = detect(line)
+    s = rest.strip()
+    starts = FIELD.fullmatch(s) or BUF.fullmatch(s) or ENTRY.fullmatch(s)  # not a ===== line
+    return bool(starts) and start_kind(rest) is None
+
+
+def open_fragment_entry(ev: Event, first: str) -> dict[str, object] | None:
+    """The entry an excerpt starts inside (at a field, not at `Buffer N:` / `N. Size:`):
+    its number was cut off, so it is None until `finish` infers it."""
+    return {"rank": None, "line": ev.line} if FIELD.fullmatch(first.strip()) else None
+
+
 def finish(ev: Event, src: Lines, last: int, texts: list[str]) -> None:
+    for k, b in enumerate(ev.buffers):
+        if b["rank"] is None:  # entries are numbered 1, 2, ...: it is the one before the next
+            after = ev.buffers[k + 1]["rank"] if k + 1 < len(ev.buffers) else None
+            b["rank"] = after - 1 if isinstance(after, int) and after > 1 else 0
     ev.lines_used = last + 1
     ev.end_line = src.number(last)
     ev.text = "\n".join(texts)
@@ -228,7 +292,11 @@ def entry_shape(buf: dict[str, object], text: str, ev: Event, line: int) -> None
     buf["tiles"] = shape.tiles
     buf["minor_to_major"] = None if shape.minor_to_major is None else list(shape.minor_to_major)
     buf["memory_space"] = shape.memory_space
-    buf["logical_bytes"] = byte_size(shape)
+    logical = byte_size(shape)
+    if logical is not None and logical > MAX_BYTES:
+        ev.problems.append(Problem(line, f"shape: {text[:80]} holds more than 2^63-1 bytes", text))
+        logical = None
+    buf["logical_bytes"] = logical
 
 
 def entry_label(buf: dict[str, object], text: str) -> None:
@@ -263,26 +331,31 @@ def _operator(buf: dict[str, object], text: str, ev: Event, line: int) -> None:
         if key in ("op_type", "op_name", "source_file"):
             buf[key] = value
         elif key in ("source_line", "stack_frame_id"):
-            if value.isdigit() and int(value) < 2**31:
+            if value.isdigit() and len(value) <= 10 and int(value) < 2**31:
                 buf[key] = int(value)
             else:
-                ev.problems.append(Problem(line, f"{key}: expected a line number, found {value!r}"))
+                ev.problems.append(
+                    Problem(line, f"{key}: expected a line number, found {shown(value)}")
+                )
+
+
+def entry_name(buf: dict[str, object], noun: str = "buffer") -> str:
+    """`buffer 3` in a message; the entry an excerpt starts in has no number yet."""
+    rank = buf.get("rank")
+    return f"{noun} {rank}" if rank is not None else f"the {noun} the excerpt starts in"
 
 
 def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: int) -> None:
     value = value.strip()
     if key == "Size":
         buf["size_text"] = value
-        exact = exact_bytes(value)
         try:
-            size, is_exact = parse_size(value.split("(")[0])
+            exact = exact_bytes(value)
+            size, is_exact = (exact, True) if exact is not None else parse_size(value.split("(")[0])
+            not_negative(size, f"{entry_name(buf)}")
         except SizeError as exc:
-            ev.problems.append(Problem(line, f"buffer {buf.get('rank')} size: {exc}", value))
-            if exact is None:
-                return
-            size, is_exact = exact, True
-        if exact is not None:
-            size, is_exact = exact, True
+            ev.problems.append(Problem(line, f"{entry_name(buf)} size: {exc}", value))
+            return
         buf["size_bytes"], buf["size_exact"] = size, is_exact
     elif key == "Operator":
         _operator(buf, value, ev, line)
@@ -295,28 +368,40 @@ def entry_field(ev: Event, buf: dict[str, object], key: str, value: str, line: i
         buf["is_entry_parameter"] = True
         entry_shape(buf, value, ev, line)
     elif key == "Unpadded size":
-        exact = exact_bytes(value)
         try:
-            size, _ = parse_size(value.split("(")[0])
+            exact = exact_bytes(value)
+            size = exact if exact is not None else parse_size(value.split("(")[0])[0]
+            not_negative(size, f"{entry_name(buf)} unpadded size")
         except SizeError as exc:
-            ev.problems.append(Problem(line, f"buffer {buf.get('rank')} unpadded size: {exc}"))
+            ev.problems.append(Problem(line, f"{entry_name(buf)} unpadded size: {exc}"))
             return
-        buf["unpadded_bytes"] = exact if exact is not None else size
+        buf["unpadded_bytes"] = size
     elif key == "Extra memory due to padding":
         m = _EXPANSION.search(value)
         if m:
-            buf["padding_expansion"] = float(m.group("x"))
+            buf["padding_expansion"] = decimal(ev, m.group("x"), line, "padding expansion")
         try:
-            buf["padding_bytes"], _ = parse_size(value.split("(")[0])
+            padding, _ = parse_size(value.split("(")[0])
+            not_negative(padding, f"{entry_name(buf)} padding")
         except SizeError as exc:
-            ev.problems.append(Problem(line, f"buffer {buf.get('rank')} padding: {exc}"))
+            ev.problems.append(Problem(line, f"{entry_name(buf)} padding: {exc}"))
+            return
+        buf["padding_bytes"] = padding
     elif key == "Allocation type":
         buf["allocation_type"] = value
 
 
 def close_entry(ev: Event, buf: dict[str, object]) -> None:
     size, unpadded = buf.get("size_bytes"), buf.get("unpadded_bytes")
-    if isinstance(size, int) and isinstance(unpadded, int):
+    if isinstance(size, int) and isinstance(unpadded, int) and unpadded > size:
+        ev.problems.append(
+            Problem(
+                buf["line"],  # type: ignore[arg-type]
+                f"{entry_name(buf)}: unpadded size {unpadded} is larger than its size {size};"
+                " no padding derived",
+            )
+        )
+    elif isinstance(size, int) and isinstance(unpadded, int):
         buf.setdefault("padding_bytes", size - unpadded)
         if unpadded > 0:
             buf.setdefault("padding_expansion", round(size / unpadded, 1))
@@ -328,7 +413,7 @@ def close_cut_entry(ev: Event, buf: dict[str, object], line: int, noun: str) -> 
     """An entry the message ends inside: kept with what it has, the event marked cut."""
     close_entry(ev, buf)
     ev.truncated = True
-    ev.problems.append(Problem(line, f"{noun} {buf['rank']} is cut short (no ===== line)"))
+    ev.problems.append(Problem(line, f"{entry_name(buf, noun)} is cut short (no ===== line)"))
 
 
 def join_wrapped(

@@ -16,29 +16,46 @@ read the two families of summary, grammar.py holds what they share.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from bufferhouse.parse.oom.grammar import (
+    BUF,
+    ENTRY,
+    LOOKAHEAD,
     ONE_LINE,
     SZ,
     Event,
     Lines,
     NeedMore,
     Problem,
+    entry_field,
     entry_label,
     entry_shape,
     error_type,
     finish,
+    fragment_line,
     start_kind,
 )
 from bufferhouse.parse.oom.prefix import detect
 from bufferhouse.parse.oom.tpu import parse_tpu
 from bufferhouse.parse.oom.xla import parse_xla
 
-__all__ = ["Event", "NeedMore", "Problem", "parse_event", "start_kind"]
+__all__ = [
+    "Event",
+    "NeedMore",
+    "Problem",
+    "fragment_line",
+    "merge_repeats",
+    "parse_event",
+    "start_kind",
+]
+
+#: Lines between a status line and the report that repeats it (a Python traceback).
+REPEAT_WITHIN = 200
 
 _ONE_LINE_ALLOC = re.compile(
-    r"(?P<alloc>#?[\w.\-]+)\s*\[shape\s*=\s*'(?P<shape>[^']*)',\s*space\s*=\s*(?P<space>[\w-]+),"
+    r"(?<![\w.\-#])(?P<alloc>#?[\w.\-]+)\s*\[shape\s*=\s*'(?P<shape>[^']*)',\s*space\s*=\s*(?P<space>[\w-]+),"
     r"\s*size\s*=\s*(?P<size>\w+),\s*tag\s*=\s*'(?P<tag>[^']*)'\]"
     r"(?:\s*::\s*(?P<instr>.*))?"
 )
@@ -57,7 +74,7 @@ def parse_event(lines: list[str], first_number: int, at_eof: bool) -> Event | No
     """
     first = lines[0].rsplit("\r", 1)[-1]  # a progress bar's carriage return before it
     prefix, rest = detect(first)
-    kind = start_kind(rest)
+    kind = start_kind(rest) or _fragment_kind(lines, first)
     if kind is None:
         return None
     src = Lines(lines, first_number, at_eof, prefix)
@@ -67,19 +84,41 @@ def parse_event(lines: list[str], first_number: int, at_eof: bool) -> Event | No
         (_one_line if kind == "allocation" else _other)(ev, rest, first_number)
         finish(ev, src, 0, [rest])
         return ev
-    if kind in ("buffer_assignment", "buffer_assignment_cut"):
+    entries = kind.endswith("_entries")
+    if kind.startswith("buffer_assignment"):
         ev = Event("xla", "buffer_assignment", first_number)
-        return parse_xla(ev, src, rest, kind == "buffer_assignment_cut")
+        ev.fragment = kind != "buffer_assignment"
+        return parse_xla(ev, src, rest, ev.fragment, entries)
     ev = Event("tpu", "tpu_runtime" if kind == "tpu_runtime" else "tpu_compile", first_number)
-    return parse_tpu(ev, src, rest, kind == "tpu_cut")
+    ev.fragment = kind.startswith("tpu_cut")
+    return parse_tpu(ev, src, rest, ev.fragment, entries)
+
+
+def _fragment_kind(lines: list[str], first: str) -> str | None:
+    """An excerpt that starts inside a buffer list: `tpu_cut_entries` or
+    `buffer_assignment_entries`, by the first line that tells the families apart
+    (`Buffer N:`, `XLA Label:`, `Entry Parameter Subshape:` are XLA's; `N. Size:`,
+    `XLA label:`, `Unpadded size:`, `Allocation type:` the TPU stack's); None if the
+    line is not an entry line."""
+    if not fragment_line(first):
+        return None
+    for line in itertools.islice(lines, LOOKAHEAD * 4):
+        s = detect(line)[1].strip()
+        if BUF.fullmatch(s) or s.startswith(("XLA Label:", "Entry Parameter Subshape:")):
+            return "buffer_assignment_entries"
+        if ENTRY.fullmatch(s) or s.startswith(_TPU_FIELDS):
+            return "tpu_cut_entries"
+    return "tpu_cut_entries"
+
+
+_TPU_FIELDS = ("XLA label:", "Unpadded size:", "Allocation type:", "Extra memory due to padding:")
 
 
 def _one_line(ev: Event, text: str, line: int) -> None:
     m = ONE_LINE.search(text)
     assert m is not None
-    ev.figures["requested"] = int(m.group("req"))
-    ev.figures["capacity"] = int(m.group("cap"))
-    ev.exact += ["requested", "capacity"]
+    ev.figure("requested", m.group("req"), line)
+    ev.figure("capacity", m.group("cap"), line)
     rest = m.group("rest")
     if rest is None:
         return
@@ -97,9 +136,9 @@ def _one_line(ev: Event, text: str, line: int) -> None:
     buf: dict[str, object] = {"rank": 1, "line": line, "allocation": a.group("alloc")}
     size = a.group("size")
     if size.isdigit():
-        buf["size_bytes"], buf["size_exact"] = int(size), True
+        entry_field(ev, buf, "Size", size, line)
     else:  # 0xffffffffffffffff: not known; the allocation is the request
-        buf["size_bytes"], buf["size_exact"] = ev.figures["requested"], True
+        buf["size_bytes"], buf["size_exact"] = ev.figures.get("requested"), True
     buf["size_text"] = size
     entry_shape(buf, a.group("shape"), ev, line)
     tag = a.group("tag")
@@ -118,8 +157,42 @@ def _other(ev: Event, text: str, line: int) -> None:
     m = _OTHER_REQUEST.search(text)
     if m:
         exact = m.group("exact")
-        if exact:
-            ev.figures["requested"] = int(exact)
-            ev.exact.append("requested")
+        ev.figure("requested", exact or m.group("size"), line)
+
+
+def merge_repeats(events: list[Event]) -> list[Event]:
+    """One OOM printed twice is one event. The runtime logs the status (`E... ] Execution
+    of replica 0 failed: RESOURCE_EXHAUSTED: Out of memory while trying to allocate N
+    bytes.`), then Python raises the same status with the full report. An event is
+    folded into the next one when it lists no buffer, printed at least one figure and
+    every figure it printed the next one printed with the same value, and the next
+    starts at most REPEAT_WITHIN lines after it ends. The event keeps the first one's
+    place (line, byte offset) and both parts' raw bytes and text."""
+    out: list[Event] = []
+    for ev in events:
+        prev = out[-1] if out else None
+        if prev is not None and _repeats(prev, ev):
+            out[-1] = _fold(prev, ev)
         else:
-            ev.figure("requested", m.group("size"), line)
+            out.append(ev)
+    return out
+
+
+def _repeats(first: Event, then: Event) -> bool:
+    return (
+        not first.buffers
+        and not first.fragment
+        and bool(first.figures)
+        and all(then.figures.get(k) == v for k, v in first.figures.items())
+        and 0 <= then.line - first.end_line <= REPEAT_WITHIN
+    )
+
+
+def _fold(first: Event, then: Event) -> Event:
+    then.problems = first.problems + then.problems
+    for key, value in first.fields.items():
+        then.fields.setdefault(key, value)
+    then.line, then.byte_offset = first.line, first.byte_offset
+    then.raw = first.raw + then.raw
+    then.text = f"{first.text}\n{then.text}"
+    return then

@@ -74,6 +74,8 @@ class LogEvents:
     #: Problems of the file itself (a cut .gz), not of one event.
     file_problems: list[DumpError] = field(default_factory=list)
     bytes_read: int = 0
+    #: Per event: its raw bytes, to tell a stored event that is this one cut short.
+    raws: list[bytes] = field(default_factory=list)
 
     @property
     def hashes(self) -> list[str]:
@@ -97,6 +99,8 @@ def event_row(path: str, ordinal: int, event: Event) -> dict[str, object]:
         "truncated": event.truncated,
         "problem_count": len(event.problems),
         "text": event.text,
+        "is_fragment": event.fragment,
+        "byte_length": len(event.raw),
     }
     for name, value in event.figures.items():
         column = FIGURE_COLUMNS.get(name)
@@ -109,18 +113,56 @@ def event_row(path: str, ordinal: int, event: Event) -> dict[str, object]:
 
 
 def log_events(scan: LogScan, path: str) -> LogEvents:
-    """The scan of one log as tables; `path` is the name stored (text, absolute)."""
-    rows, buffers, problems = [], [], []
-    for ordinal, event in enumerate(scan.events):
-        rows.append(event_row(path, ordinal, event))
-        for buf in event.buffers:
-            buffers.append({"is_entry_parameter": False, **buf, "event_id": ordinal})
-        problems.append([DumpError(path, p.line, p.message, p.text) for p in event.problems])
+    """The scan of one log as tables; `path` is the name stored (text, absolute).
+
+    An event whose values do not fit their columns (a case the grammar let through)
+    is left out with an error at its line, so the log's other events still load."""
+    file_problems = [DumpError(path, p.line, p.message, p.text) for p in scan.problems]
+    parts = [_event_rows(path, event) for event in scan.events]
+    try:
+        events, buffers = _tables(parts)
+    except (pa.ArrowException, OverflowError, ValueError, TypeError):
+        kept = []
+        for event, part in zip(scan.events, parts):
+            try:
+                _tables([part])
+            except (pa.ArrowException, OverflowError, ValueError, TypeError) as exc:
+                file_problems.append(
+                    DumpError(
+                        path,
+                        event.line,
+                        f"message not stored: a value does not fit its column ({exc})",
+                    )
+                )
+                continue
+            kept.append((event, part))
+        scan_events, parts = [e for e, _ in kept], [p for _, p in kept]
+        events, buffers = _tables(parts)
+    else:
+        scan_events = scan.events
     return LogEvents(
         path,
+        events,
+        buffers,
+        [[DumpError(path, p.line, p.message, p.text) for p in e.problems] for e in scan_events],
+        file_problems,
+        scan.bytes_read,
+        [e.raw for e in scan_events],
+    )
+
+
+def _event_rows(path: str, event: Event) -> tuple[dict[str, object], list[dict[str, object]]]:
+    row = event_row(path, 0, event)
+    return row, [{"is_entry_parameter": False, **buf} for buf in event.buffers]
+
+
+def _tables(parts: list[tuple[dict, list[dict]]]) -> tuple[pa.Table, pa.Table]:
+    """oom_events and oom_buffers of the events in `parts`, numbered 0, 1, ... in order."""
+    rows, buffers = [], []
+    for ordinal, (row, bufs) in enumerate(parts):
+        rows.append({**row, "event_id": ordinal})
+        buffers += [{**b, "event_id": ordinal} for b in bufs]
+    return (
         pa.Table.from_pylist(rows, schema=arrow_schema(EVENTS)),
         pa.Table.from_pylist(buffers, schema=arrow_schema(BUFFERS)),
-        problems,
-        [DumpError(path, p.line, p.message, p.text) for p in scan.problems],
-        scan.bytes_read,
     )

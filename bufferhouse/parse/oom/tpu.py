@@ -25,12 +25,16 @@ from bufferhouse.parse.oom.grammar import (
     Problem,
     close_cut_entry,
     close_entry,
+    decimal,
     entry_field,
     entry_line,
+    entry_name,
     error_type,
     finish,
     join_wrapped,
     line_text,
+    open_fragment_entry,
+    rank_of,
     slug,
     start_kind,
     unbalanced,
@@ -62,13 +66,13 @@ _FIGURE = re.compile(
     r"(?P<name>[A-Za-z][\w .()/-]*?)\s+(?P<size>-?(?:\d+(?:\.\d*)?|\.\d+)\s?[A-Za-z]*)"
     r"(?P<rest>(?:\s.*|\(.*)?)"
 )
-_UTILIZATION = re.compile(r"(?P<pct>[\d.]+)% utilization")
+_UTILIZATION = re.compile(r"(?<![\d.])(?P<pct>[\d.]+)% utilization")  # see grammar._METADATA
 _UNPADDED = re.compile(r"Unpadded \((?P<size>" + SZ + r"?)\)")
 _PADDED = re.compile(r"Padded \((?P<size>" + SZ + r"?)\)")
-_FRAGMENTATION = re.compile(r"(?P<pct>[\d.]+)% fragmentation \((?P<size>" + SZ + r"?)\)")
+_FRAGMENTATION = re.compile(r"(?<![\d.])(?P<pct>[\d.]+)% fragmentation \((?P<size>" + SZ + r"?)\)")
 
 
-def parse_tpu(ev: Event, src: Lines, first: str, cut: bool) -> Event:
+def parse_tpu(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
     """Fill `ev` from its first line on; a line belongs while it fits a summary block
     (`name  SIZE`), a numbered allocation or one of its fields."""
     texts: list[str] = []
@@ -100,12 +104,12 @@ def parse_tpu(ev: Event, src: Lines, first: str, cut: bool) -> Event:
         texts.append(first)
         _tpu_first(ev, first)
         start += 1
-    block = ""
+    block = "largest" if entries else ""
     last = start - 1
-    buf: dict[str, object] | None = None
+    buf = open_fragment_entry(ev, first) if entries else None
     last_field: tuple[str, str] | None = None
     in_label = False
-    listed = False
+    listed = entries
     i = start
     while True:
         t = src.get(i)
@@ -138,10 +142,10 @@ def parse_tpu(ev: Event, src: Lines, first: str, cut: bool) -> Event:
                 close_entry(ev, buf)
                 ev.truncated = True
                 ev.problems.append(
-                    Problem(n, f"allocation {buf['rank']} ends without its ===== line")
+                    Problem(n, f"{entry_name(buf, 'allocation')} ends without its ===== line")
                 )
             listed = True
-            buf, in_label = {"rank": int(m.group("n")), "line": n}, False
+            buf, in_label = {"rank": rank_of(ev, m.group("n"), n), "line": n}, False
             entry_field(ev, buf, "Size", m.group("value"), n)
             last_field = ("Size", m.group("value"))
         elif buf is not None and (m := FIELD.fullmatch(s)):
@@ -245,11 +249,13 @@ def _figure_rest(ev: Event, key: str, rest: str, line: int) -> None:
     """`(60.1% utilization: Unpadded (10.36G) Padded (17.22G), 0.1% fragmentation (20.00M))`."""
     name = key.split("/")[-1]
     if m := _UTILIZATION.search(rest):
-        ev.fields[f"{name}_utilization"] = float(m.group("pct"))
+        ev.fields[f"{name}_utilization"] = decimal(ev, m.group("pct"), line, "utilization")
     if m := _UNPADDED.search(rest):
         ev.figure(f"{key}/unpadded", m.group("size"), line)
     if m := _PADDED.search(rest):
         ev.figure(f"{key}/padded", m.group("size"), line)
     if m := _FRAGMENTATION.search(rest):
         ev.figure(f"{key}/fragmentation", m.group("size"), line)
-        ev.fields[f"{name}_fragmentation_percent"] = float(m.group("pct"))
+        ev.fields[f"{name}_fragmentation_percent"] = decimal(
+            ev, m.group("pct"), line, "fragmentation percent"
+        )

@@ -22,16 +22,21 @@ from bufferhouse.parse.oom.grammar import (
     Problem,
     close_cut_entry,
     close_entry,
+    decimal,
     entry_field,
     entry_line,
+    entry_name,
     error_type,
     finish,
     join_wrapped,
     line_text,
+    open_fragment_entry,
+    rank_of,
     slug,
     start_kind,
     wrapped,
 )
+from bufferhouse.parse.oom.sizes import shown
 
 _XLA_FIRST_SIZE = re.compile(r"(?P<size>" + SZ + r"?)(?: bytes)?\.")
 _STAT = re.compile(
@@ -40,9 +45,10 @@ _STAT = re.compile(
 )
 
 
-def parse_xla(ev: Event, src: Lines, first: str, cut: bool) -> Event:
+def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
     """Fill `ev` from its first line on (`cut`: the log lost that line, so it starts in
-    the stats); a state (head, stats, peak) says which lines belong next."""
+    the stats; `entries`: it starts in the buffer list); a state (head, stats, peak)
+    says which lines belong next."""
     texts: list[str] = []
     if cut:
         ev.problems.append(
@@ -80,15 +86,15 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool) -> Event:
             ev.problems.append(
                 Problem(
                     ev.line,
-                    f"expected `allocate N bytes.` after `Out of memory while trying to`, found {req!r}",
+                    f"expected `allocate N bytes.` after `Out of memory while trying to`, found {shown(req)}",
                 )
             )
             ev.truncated = True
-    state = "head" if not cut else "stats"
+    state = "head" if not cut else "peak" if entries else "stats"
     last = start - 1
-    buf: dict[str, object] | None = None
+    buf = open_fragment_entry(ev, first) if entries else None
     last_field: tuple[str, str] | None = None
-    saw_stats = saw_peak = False
+    saw_stats, saw_peak = False, entries
     i = start
     while True:
         t = src.get(i)
@@ -116,15 +122,17 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool) -> Event:
             key = f"{slug(m.group('name'))}_{m.group('kind')}"
             ev.figure(key, m.group("size"), n)
             if m.group("pct") is not None:
-                ev.fields[f"{key}_percent"] = float(m.group("pct"))
+                ev.fields[f"{key}_percent"] = decimal(ev, m.group("pct"), n, f"{key} percent")
         elif PEAK.fullmatch(s):
             state, saw_peak = "peak", True
         elif state == "peak" and (m := BUF.fullmatch(s)):
             if buf is not None:
                 close_entry(ev, buf)
                 ev.truncated = True
-                ev.problems.append(Problem(n, f"buffer {buf['rank']} ends without its ===== line"))
-            buf, last_field = {"rank": int(m.group("n")), "line": n}, None
+                ev.problems.append(
+                    Problem(n, f"{entry_name(buf, 'buffer')} ends without its ===== line")
+                )
+            buf, last_field = {"rank": rank_of(ev, m.group("n"), n), "line": n}, None
         elif buf is not None and (m := FIELD.fullmatch(s)):
             entry_field(ev, buf, m.group("key"), m.group("value"), n)
             last_field = (m.group("key"), m.group("value"))
