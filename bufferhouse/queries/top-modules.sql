@@ -36,7 +36,7 @@ WITH ranked AS (
     AND (
       $label IS NULL
       OR module_id IN (
-        SELECT primary_module_id FROM compile_labels WHERE label = $label
+        SELECT primary_module_id FROM compile_labels WHERE key_value = $label
       )
     )
 )
