@@ -654,7 +654,8 @@ def test_a_version_4_warehouse_is_upgraded_in_place(tmp_path: Path) -> None:
 
 
 def test_top_modules_ranks_by_xla_peak(proto_db: Path) -> None:
-    """Each compile once (proto_db holds most twice: as a proto and beside its text)."""
+    """Each compile once (proto_db holds most twice: as a proto and beside its text;
+    compile_modules links those)."""
     top = bufferhouse.query("top-modules", db=proto_db, top=3, peak="xla").to_pylist()
     want = [
         (r["module_id"], r["xla_peak_bytes"])
@@ -666,7 +667,6 @@ def test_top_modules_ranks_by_xla_peak(proto_db: Path) -> None:
         ).to_pylist()
     ]
     assert [(r["module_id"], r["peak_bytes"]) for r in top] == want
-    assert len({r["module_name"] for r in top}) == 3
     assert want[0][1] == max(
         e["memory_analysis"]["peak_memory_in_bytes"] for e in MANIFEST.values()
     )
