@@ -237,7 +237,7 @@ def test_a_failed_upgrade_leaves_version_1(version_1_db, monkeypatch):
         con.execute("UPDATE modules SET module_id = module_id + 1")
         con.execute("SELECT * FROM no_such_table")
 
-    monkeypatch.setitem(warehouse._UPGRADES, 1, broken)
+    monkeypatch.setitem(warehouse.UPGRADES, 1, broken)
     with pytest.raises(WarehouseError, match="It is unchanged"):
         bufferhouse.connect(db, read_only=False)
     with duckdb.connect(str(db), read_only=True) as con:
