@@ -326,7 +326,7 @@ def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(
 ):
     """Large tables are gathered chunk by chunk (no copy), small ones joined first (fast):
     both store each module's instructions sorted by name, nothing lost."""
-    from bufferhouse.load import writer as load
+    from bufferhouse.load import insert as load
 
     monkeypatch.setattr(load, "COMBINE_BYTES", combine_bytes)
     monkeypatch.setattr(load, "INSERT_BATCH_ROWS", 100)  # batches that cut across modules
@@ -344,7 +344,7 @@ def test_a_batch_is_stored_sorted_whichever_way_it_is_gathered(
 @pytest.mark.parametrize("combine_bytes", [0, 64 << 20], ids=["chunk by chunk", "joined first"])
 def test_batches_gather_rows_across_chunks_in_sorted_order(monkeypatch, combine_bytes):
     """One module's rows in several chunks (a large module's pieces), the sort interleaving them."""
-    from bufferhouse.load import writer as load
+    from bufferhouse.load import insert as load
 
     monkeypatch.setattr(load, "COMBINE_BYTES", combine_bytes)
     names = [f"n.{i}" for i in (5, 1, 9, 3, 7, 0, 8, 2, 6, 4, 11, 10)]

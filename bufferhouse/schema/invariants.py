@@ -15,11 +15,14 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from bufferhouse.schema import quote_identifier
+
+if TYPE_CHECKING:  # duckdb is imported when first needed: a parser process starts without it
+    import duckdb
 
 __all__ = ["INVARIANTS", "Invariant", "Violation", "run", "violations"]
 
@@ -95,6 +98,8 @@ def violations(tables: dict[str, pa.Table]) -> list[Violation]:
     in the order of INVARIANTS."""
     with _LOCK:
         if not _CON:
+            import duckdb
+
             _CON.append(duckdb.connect(":memory:"))
         con = _CON[0]
         try:
