@@ -88,17 +88,46 @@ def finish(
     module's text is never held twice. The checks are rules.check's; the figures
     (categories, peaks) are parse/derive's.
     """
-    ba_path = s.ba_path
+    lr_path = s.lr_path or s.ba_path
     warnings: list[DumpError] = []
-    allocs = s.allocs
-    lr_path = s.lr_path or ba_path
-    used_path = s.used_path or ba_path
-    values = s.values
     # Invariants that XLA's printer guarantees; a break means a cut or edited file.
     rules.check(s)
+    live_rows, peak_table = _live_and_peak(s, lr_path)
+    facts = _facts(s, lr_path)
+    instr_table = instructions(s, warnings, s.used_path or s.ba_path, hlo_path, read, threads)
+    allocs = s.allocs
+    if not np.array_equal(allocs["index"].to_numpy(), np.arange(allocs.num_rows)):
+        warnings.append(DumpError(s.ba_path, 0, "allocation indices are not 0..n-1 in file order"))
+    by_id = _values_by_id(s)
+    tables = {
+        "allocations": _allocations_table(allocs),
+        "hlo_values": value_table(by_id, s.ba_path),
+        "assignments": _assignments_table(by_id),
+        "positions": table("positions", {c: s.positions[c] for c in s.positions.column_names}),
+        "uses": table("uses", {c: s.uses[c] for c in s.uses.column_names}),
+        "instructions": instr_table,
+        "sequence": table(
+            "sequence",
+            {
+                "time": pa.array(np.arange(len(s.sequence), dtype=np.int64)),
+                "instruction": s.sequence,
+            },
+        ),
+        "live_ranges": table("live_ranges", live_rows),
+        "peak_values": peak_table,
+        "stack_trace": _stack_trace_table(s),
+        "usage_report": rows_table("usage_report", list(s.report)),
+    }
+    return Reading(
+        tables, facts, "text", [*warnings, *s.warnings], list(s.sections), set(s.features)
+    )
 
-    # Live ranges name values by (instruction, index); a later entry of the same key wins.
-    live = s.live
+
+def _live_and_peak(s: Scanned, lr_path: str) -> tuple[dict[str, object], pa.Table]:
+    """The live_ranges columns, each entry with the value it names, and the checked
+    peak list. Live ranges name values by (instruction, index); a later entry of the
+    same key wins."""
+    live, values = s.live, s.values
     named = pa.table(
         {"instruction": s.peak["name"], "shape_index": pc.fill_null(s.peak["index"], "{}")}
     )
@@ -110,7 +139,6 @@ def finish(
     peak_live = by_live.find(peak_codes) >= 0
     last = pa.array(by_live.in_order(), pa.int64())
     live_last = live.select(["instruction", "shape_index", "start_time", "end_time"]).take(last)
-    live_last_vid = pc.take(live_vid, last)
     del named, value_codes, live_codes, peak_codes, by_value, by_live, value_ids, last
     release(s)
     live_rows = {
@@ -120,8 +148,11 @@ def finish(
         "start_time": live["start_time"],
         "end_time": live["end_time"],
     }
+    return live_rows, _peak_rows(s, lr_path, live_last, peak_live, peak_vid)
 
-    peak_table = _peak_rows(s, lr_path, live_last, peak_live, peak_vid)
+
+def _facts(s: Scanned, lr_path: str) -> ReadingFacts:
+    """What the dump printed besides its tables; the stack-trace breakdown must end at 0."""
     logical_peak = None
     if s.peak.num_rows:
         last_cum = s.peak["cumulative"][-1].as_py()
@@ -135,17 +166,20 @@ def finish(
             s.ends.get(lr_path, 0),
             "stack-trace breakdown does not end with 'remaining: 0 bytes' (truncated?)",
         )
+    return ReadingFacts(
+        layout="split" if "split" in s.features else "combined",
+        format_era=max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
+        schedule_length=s.schedule_length,
+        logical_peak_time=s.peak_time,
+        logical_peak_bytes=logical_peak,
+        has_live_ranges=s.live.num_rows > 0 or s.schedule_length is not None,
+    )
 
-    has_live_ranges = s.live.num_rows > 0 or s.schedule_length is not None
-    del live_last, live_last_vid
-    release(s)
 
-    instr_table = instructions(s, warnings, used_path, hlo_path, read, threads)
-    if not np.array_equal(allocs["index"].to_numpy(), np.arange(allocs.num_rows)):
-        warnings.append(DumpError(ba_path, 0, "allocation indices are not 0..n-1 in file order"))
-
-    # Sorted by id a column at a time: each column in file order goes once its copy exists.
-    values = values.append_column("cross_color", rules.cross_color_flags(s))
+def _values_by_id(s: Scanned) -> pa.Table:
+    """The values with their cross-color flags, sorted by id a column at a time: each
+    column in file order goes once its copy exists (s.values holds the result)."""
+    values = s.values.append_column("cross_color", rules.cross_color_flags(s))
     order = pc.sort_indices(values["value_id"])
     schema = values.schema
     columns = []
@@ -153,10 +187,12 @@ def finish(
         columns.append(values[name].take(order))
         s.values = values = values.drop_columns([name])
         release(s)
-    s.values = by_id = pa.Table.from_arrays(columns, schema=schema)
-    del values, order, columns
-    values_out = value_table(by_id, ba_path)
-    assign_table = table(
+    s.values = pa.Table.from_arrays(columns, schema=schema)
+    return s.values
+
+
+def _assignments_table(by_id: pa.Table) -> pa.Table:
+    return table(
         "assignments",
         {
             "value_id": by_id["value_id"],
@@ -166,7 +202,12 @@ def finish(
             "reused_cross_color": by_id["cross_color"],
         },
     )
-    alloc_table = table(
+
+
+def _allocations_table(allocs: pa.Table) -> pa.Table:
+    """Allocation rows as the headers print them; category and max_live_bytes are
+    derive's (left null here)."""
+    return table(
         "allocations",
         {
             "allocation_index": allocs["index"],
@@ -181,49 +222,21 @@ def finish(
             "is_thread_local": allocs["thread_local"],
             "is_maybe_live_out": allocs["maybe_live_out"],
             "is_preallocated_temp": allocs["preallocated_temp"],
-            "category": pa.nulls(allocs.num_rows, pa.string()),  # derive's
+            "category": pa.nulls(allocs.num_rows, pa.string()),
             "address": allocs["address"],
             "line": allocs["line"],
-            "max_live_bytes": pa.nulls(allocs.num_rows, pa.int64()),  # derive's
+            "max_live_bytes": pa.nulls(allocs.num_rows, pa.int64()),
         },
     )
-    tables = {
-        "allocations": alloc_table,
-        "hlo_values": values_out,
-        "assignments": assign_table,
-        "positions": table("positions", {c: s.positions[c] for c in s.positions.column_names}),
-        "uses": table("uses", {c: s.uses[c] for c in s.uses.column_names}),
-        "instructions": instr_table,
-        "sequence": table(
-            "sequence",
-            {
-                "time": pa.array(np.arange(len(s.sequence), dtype=np.int64)),
-                "instruction": s.sequence,
-            },
-        ),
-        "live_ranges": table("live_ranges", live_rows),
-        "peak_values": peak_table,
-        "stack_trace": rows_table(
-            "stack_trace",
-            [
-                (i, depth, None if parent < 0 else parent, name, pct, total, current, remaining)
-                for i, (depth, name, pct, total, current, remaining, parent, _) in enumerate(
-                    s.trace
-                )
-            ],
-        ),
-        "usage_report": rows_table("usage_report", list(s.report)),
-    }
-    facts = ReadingFacts(
-        layout="split" if "split" in s.features else "combined",
-        format_era=max((ERA_FEATURES[f] for f in s.features if f in ERA_FEATURES), default=None),
-        schedule_length=s.schedule_length,
-        logical_peak_time=s.peak_time,
-        logical_peak_bytes=logical_peak,
-        has_live_ranges=has_live_ranges,
-    )
-    return Reading(
-        tables, facts, "text", [*warnings, *s.warnings], list(s.sections), set(s.features)
+
+
+def _stack_trace_table(s: Scanned) -> pa.Table:
+    return rows_table(
+        "stack_trace",
+        [
+            (i, depth, None if parent < 0 else parent, name, pct, total, current, remaining)
+            for i, (depth, name, pct, total, current, remaining, parent, _) in enumerate(s.trace)
+        ],
     )
 
 
