@@ -84,8 +84,8 @@ def _rows(con: duckdb.DuckDBPyConnection, name: str, **params: object) -> list[d
     return queries.run(con, name, params).to_pylist()
 
 
-def _in_scope(rows: list[dict], scope: set[int] | None) -> list[dict]:
-    return rows if scope is None else [r for r in rows if r["module_id"] in scope]
+def _in_scope(rows: list[dict], scope: set[int]) -> list[dict]:
+    return [r for r in rows if r["module_id"] in scope]
 
 
 def gather(
@@ -102,7 +102,8 @@ def gather(
 
     `label` (`key=value`) limits everything to the modules carrying it; `top`
     modules are ranked by heap peak, the first `sections` of them get a section
-    of their own, and tables show at most `rows` rows.
+    of their own, and tables show at most `rows` rows. A compile seen in several
+    forms counts once (the compile_modules view), in the sums too.
     """
     queries.use_package_views(con)
     modules = _rows(con, "modules", label=label)
@@ -114,13 +115,52 @@ def gather(
             f"no module carries the label {label!r}; labels: "
             + (", ".join(r[0] for r in present) or "none")
         )
-    scope = {m["module_id"] for m in modules} if label is not None else None
-
+    scope = _compiles(con, modules)
     top_modules = _rows(con, "top-modules", top=top, label=label)
     refs = module_refs(con, [r["module_id"] for r in top_modules])
     for r in top_modules:
         r["hash_prefix"] = refs[r["module_id"]].hash_prefix
-    top_ids = [r["module_id"] for r in top_modules]
+    padding = [r for r in _in_scope(_rows(con, "padding-by-module"), scope) if r["padding_bytes"]]
+    padding = padding[:rows]
+    fragmentation = _rows(con, "fragmentation", top=None)  # then scoped: all of them
+    fragmentation = [r for r in _in_scope(fragmentation, scope) if r["waste_bytes"]][:rows]
+    named = module_refs(con, [r["module_id"] for r in padding + fragmentation])
+    for r in top_modules + padding + fragmentation:
+        ref = refs.get(r["module_id"]) or named[r["module_id"]]
+        r["module"] = f"{ref.module_name} \u00b7 {ref.hash_prefix}"
+    data = ReportData(
+        db=db,
+        label=label,
+        baseline=baseline,
+        generated_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        module_count=len(modules),
+        backends=dict(Counter(m["backend"] for m in modules).most_common()),
+        top_modules=top_modules,
+        top_layers=_top_layers(con, [r["module_id"] for r in top_modules]),
+        categories=_categories(con, scope),
+        memory_spaces=_memory_spaces(con, scope),
+        padding=padding,
+        fragmentation=fragmentation,
+        recompiles=_rows(con, "recompiles", label=label)[:rows],
+        sections=[_section(con, refs[r["module_id"]], rows) for r in top_modules[:sections]],
+    )
+    _oom(con, data, label, rows)
+    _runtime(con, data, label, rows)
+    if baseline is not None:
+        data.changes, data.changes_note = _changes(con, db, label, baseline)
+    return data
+
+
+def _compiles(con: duckdb.DuckDBPyConnection, modules: list[dict]) -> set[int]:
+    """The modules (of those given) that stand for their compile (compile_modules)."""
+    primary = {
+        r[0] for r in con.execute("SELECT primary_module_id FROM compile_modules").fetchall()
+    }
+    return {m["module_id"] for m in modules} & primary
+
+
+def _top_layers(con: duckdb.DuckDBPyConnection, top_ids: list[int]) -> dict[int, dict[str, int]]:
+    """Each top module's peak in layers: its indefinite bytes by category, then temp."""
     layers = indefinite_by_category(con, top_ids, 0)
     for module_id, temp_peak in con.execute(
         "SELECT module_id, temp_peak_bytes FROM heap_peaks "
@@ -128,14 +168,23 @@ def gather(
         {"ids": top_ids},
     ).fetchall():
         layers[module_id]["temp"] = temp_peak or 0
+    return layers
 
+
+def _categories(con: duckdb.DuckDBPyConnection, scope: set[int]) -> list[dict]:
+    """The categories query summed per memory space over the modules in scope."""
     by_color: dict[int, dict] = {}
     for r in _in_scope(_rows(con, "categories"), scope):
         acc = by_color.setdefault(r["color"], {"color": r["color"], "modules": 0})
         acc["modules"] += 1
         for c in CATEGORY_COLUMNS:
             acc[c] = acc.get(c, 0) + (r[c] or 0)
+    return [by_color[c] for c in sorted(by_color)]
 
+
+def _memory_spaces(con: duckdb.DuckDBPyConnection, scope: set[int]) -> list[dict]:
+    """The memory-spaces query's module rows summed per backend and space (the largest
+    heap peak, not a sum)."""
     spaces: dict[tuple, dict] = {}
     for r in _in_scope([x for x in _rows(con, "memory-spaces") if x["scope"] == "module"], scope):
         key = (r["backend"], r["color"], r["space_name"])
@@ -157,61 +206,32 @@ def gather(
             acc[c] += r[c] or 0
         if r["heap_peak_bytes"] is not None:
             acc["heap_peak_bytes"] = max(acc["heap_peak_bytes"] or 0, r["heap_peak_bytes"])
+    return [spaces[k] for k in sorted(spaces, key=lambda k: (str(k[0]), k[1]))]
 
-    padding = [r for r in _in_scope(_rows(con, "padding-by-module"), scope) if r["padding_bytes"]]
-    padding = padding[:rows]
-    fragmentation = _rows(con, "fragmentation", top=None)  # then scoped: all of them
-    fragmentation = [r for r in _in_scope(fragmentation, scope) if r["waste_bytes"]]
-    fragmentation = fragmentation[:rows]
-    named = module_refs(con, [r["module_id"] for r in padding + fragmentation])
-    for r in top_modules + padding + fragmentation:
-        ref = refs.get(r["module_id"]) or named[r["module_id"]]
-        r["module"] = f"{ref.module_name} \u00b7 {ref.hash_prefix}"
 
-    module_sections = []
-    for r in top_modules[:sections]:
-        ref = refs[r["module_id"]]
-        key = str(ref.module_id)
-        try:
-            tl, why = timeline(con, ref, space=0, top=5), None
-        except PlotError as exc:
-            tl, why = None, str(exc)
-        module_sections.append(
-            ModuleSection(
-                module=ref,
-                timeline=tl,
-                no_timeline=why,
-                peak_buffers=_rows(con, "peak-buffers", module=key, top=rows),
-                by_source=_rows(con, "by-source", module=key)[:rows],
-            )
-        )
-
-    data = ReportData(
-        db=db,
-        label=label,
-        baseline=baseline,
-        generated_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        module_count=len(modules),
-        backends=dict(Counter(m["backend"] for m in modules).most_common()),
-        top_modules=top_modules,
-        top_layers=layers,
-        categories=[by_color[c] for c in sorted(by_color)],
-        memory_spaces=[spaces[k] for k in sorted(spaces, key=lambda k: (str(k[0]), k[1]))],
-        padding=padding,
-        fragmentation=fragmentation,
-        recompiles=_rows(con, "recompiles", label=label)[:rows],
-        sections=module_sections,
+def _section(con: duckdb.DuckDBPyConnection, ref: ModuleRef, rows: int) -> ModuleSection:
+    """One top module's section: its timeline (or why it has none), peak buffers, sources."""
+    key = str(ref.module_id)
+    try:
+        tl, why = timeline(con, ref, space=0, top=5), None
+    except PlotError as exc:
+        tl, why = None, str(exc)
+    return ModuleSection(
+        module=ref,
+        timeline=tl,
+        no_timeline=why,
+        peak_buffers=_rows(con, "peak-buffers", module=key, top=rows),
+        by_source=_rows(con, "by-source", module=key)[:rows],
     )
+
+
+def _oom(con: duckdb.DuckDBPyConnection, data: ReportData, label: str | None, rows: int) -> None:
     events = _rows(con, "oom-events", label=label)
     if events:  # newest first: the ids grow with ingest order
         events.sort(key=lambda r: (-r["event_id"], r["path"], r["line"]))
         data.oom_event_count = len(events)
         data.oom_events = events[:rows]
         data.oom_culprits = _rows(con, "oom-culprits", top=rows, label=label)
-    _runtime(con, data, label, rows)
-    if baseline is not None:
-        data.changes, data.changes_note = _changes(con, db, label, baseline)
-    return data
 
 
 def _runtime(
