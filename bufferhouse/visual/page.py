@@ -153,6 +153,7 @@ def _changes_section(data: ReportData, scope: str) -> list[str]:
 
 
 def _overview_section(data: ReportData) -> list[str]:
+    """The fleet overview: cards, the top modules, then the fleet-wide tables."""
     parts: list[str] = []
     parts.append('<section id="overview"><h2>Fleet overview</h2>')
     cards = [
@@ -172,6 +173,15 @@ def _overview_section(data: ReportData) -> list[str]:
         + "".join(f"<div class=card><b>{_e(v)}</b><span>{_e(k)}</span></div>" for v, k in cards)
         + "</div>"
     )
+    parts += _top_modules_part(data)
+    parts += _spaces_part(data)
+    parts += _waste_part(data)
+    parts.append("</section>")
+    return parts
+
+
+def _top_modules_part(data: ReportData) -> list[str]:
+    parts: list[str] = []
     parts.append("<h3>Top modules by heap peak</h3>")
     if data.top_modules:
         parts.append(
@@ -196,6 +206,12 @@ def _overview_section(data: ReportData) -> list[str]:
             data.top_modules,
         )
     )
+    return parts
+
+
+def _spaces_part(data: ReportData) -> list[str]:
+    """What the modules hold, by XLA category and by memory space."""
+    parts: list[str] = []
     parts.append(
         "<h3>Categories</h3><p class=note>XLA's memory_analysis() categories summed per memory "
         "space; they overlap (a donated parameter is parameter, output and alias).</p>"
@@ -234,6 +250,12 @@ def _overview_section(data: ReportData) -> list[str]:
             data.memory_spaces,
         )
     )
+    return parts
+
+
+def _waste_part(data: ReportData) -> list[str]:
+    """Padding, fragmentation and recompiles: what is spent for nothing."""
+    parts: list[str] = []
     parts.append(
         "<h3>Padding</h3><p class=note>Assigned bytes beyond the shapes' logical bytes, "
         "per module and memory space, worst first.</p>"
@@ -288,7 +310,6 @@ def _overview_section(data: ReportData) -> list[str]:
             data.recompiles,
         )
     )
-    parts.append("</section>")
     return parts
 
 
