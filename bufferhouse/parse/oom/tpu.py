@@ -72,10 +72,10 @@ _PADDED = re.compile(r"Padded \((?P<size>" + SZ + r"?)\)")
 _FRAGMENTATION = re.compile(r"(?<![\d.])(?P<pct>[\d.]+)% fragmentation \((?P<size>" + SZ + r"?)\)")
 
 
-def parse_tpu(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
-    """Fill `ev` from its first line on; a line belongs while it fits a summary block
-    (`name  SIZE`), a numbered allocation or one of its fields."""
-    texts: list[str] = []
+def _first_lines(ev: Event, src: Lines, first: str, cut: bool, texts: list[str]) -> tuple[int, str]:
+    """Read the message's first line (joined with the lines a terminal wrapped off it) into
+    `ev` and `texts`; returns where the rest starts and the first line as joined. A cut
+    message has none: it is marked so."""
     start = 0
     if cut:
         ev.problems.append(
@@ -104,6 +104,14 @@ def parse_tpu(ev: Event, src: Lines, first: str, cut: bool, entries: bool = Fals
         texts.append(first)
         _tpu_first(ev, first)
         start += 1
+    return start, first
+
+
+def parse_tpu(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
+    """Fill `ev` from its first line on; a line belongs while it fits a summary block
+    (`name  SIZE`), a numbered allocation or one of its fields."""
+    texts: list[str] = []
+    start, first = _first_lines(ev, src, first, cut, texts)
     block = "largest" if entries else ""
     last = start - 1
     buf = open_fragment_entry(ev, first) if entries else None

@@ -45,11 +45,10 @@ _STAT = re.compile(
 )
 
 
-def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
-    """Fill `ev` from its first line on (`cut`: the log lost that line, so it starts in
-    the stats; `entries`: it starts in the buffer list); a state (head, stats, peak)
-    says which lines belong next."""
-    texts: list[str] = []
+def _first_lines(ev: Event, src: Lines, first: str, cut: bool, texts: list[str]) -> tuple[int, str]:
+    """Read the message's first line (joined with the lines a terminal wrapped off it) into
+    `ev` and `texts`; returns where the rest starts and the first line as joined. A cut
+    message has none: it is marked so."""
     if cut:
         ev.problems.append(
             Problem(
@@ -90,6 +89,15 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = Fals
                 )
             )
             ev.truncated = True
+    return start, first
+
+
+def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = False) -> Event:
+    """Fill `ev` from its first line on (`cut`: the log lost that line, so it starts in
+    the stats; `entries`: it starts in the buffer list); a state (head, stats, peak)
+    says which lines belong next."""
+    texts: list[str] = []
+    start, first = _first_lines(ev, src, first, cut, texts)
     state = "head" if not cut else "peak" if entries else "stats"
     last = start - 1
     buf = open_fragment_entry(ev, first) if entries else None
@@ -161,6 +169,22 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = Fals
         texts.extend(line_text(src, k) for k in range(last + 1, i + 1))
         last = i
         i += 1
+    _end(ev, src, buf, last, state, saw_stats, saw_peak)
+    finish(ev, src, max(last, 0), texts)
+    return ev
+
+
+def _end(
+    ev: Event,
+    src: Lines,
+    buf: dict | None,
+    last: int,
+    state: str,
+    saw_stats: bool,
+    saw_peak: bool,
+) -> None:
+    """What the message's end says of it: an entry cut short, stats without their total,
+    a peak list without a buffer."""
     if buf is not None:
         close_cut_entry(ev, buf, src.number(last), "buffer")
     elif saw_stats and "total_allocation" not in ev.figures and not saw_peak:
@@ -173,8 +197,6 @@ def parse_xla(ev: Event, src: Lines, first: str, cut: bool, entries: bool = Fals
         ev.problems.append(
             Problem(src.number(last), "`Peak buffers:` lists no buffer (cut short?)")
         )
-    finish(ev, src, max(last, 0), texts)
-    return ev
 
 
 def _known_xla(s: str) -> bool:
