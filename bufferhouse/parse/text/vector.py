@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import re
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,6 +34,7 @@ from bufferhouse.parse import memory, model
 from bufferhouse.parse.model import Alloc, first_occurrences
 from bufferhouse.parse.reader import open_dump, read_lines, stored_size
 from bufferhouse.parse.text import grammar as g
+from bufferhouse.parse.text import native
 from bufferhouse.parse.text.blocks import (
     Irregular,
     Lane,
@@ -48,7 +48,6 @@ from bufferhouse.parse.text.scan import LineReader, split_layout
 
 #: The bulk line kinds, as RE2 patterns (grammar.py declares them).
 _ALLOC, _VALUE, _CROSS = g.ALLOCATION.re2, g.VALUE.re2, g.CROSS.re2
-_SEQ, _BLR, _PEAK = g.STEP.re2, g.BUFFER_LIVE_RANGE.re2, g.PEAK.re2
 
 
 def scan(
@@ -59,6 +58,8 @@ def scan(
     With `threads` (a core to spare), the next chunk of a large file is read while
     this one is scanned, and its Used values blocks are read on a thread of their
     own: both are mostly Arrow and numpy, which release the GIL."""
+    if native.MISSING:  # not built: the line reader reads every module
+        return None
     ba_path = next(path for role, path in files if role == "buffer_assignment")
     try:
         if sum(stored_size(path) for _, path in files) < min_bytes:
@@ -119,26 +120,15 @@ def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
 
 
 def _lines(text: bytes) -> pa.LargeStringArray:
-    """The newline-terminated lines of `text`, without their newlines, as an Arrow column."""
-    if b"\r" in text:
-        text = text.replace(b"\r\n", b"\n")  # CRLF line ends read as LF, as the reference does
-    if b"\r" in text or b"\0" in text:
-        raise Irregular("lone CR or binary")  # the reference reads and words these
-    ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == 10)
-    offsets = np.empty(len(ends) + 1, dtype=np.int64)
-    offsets[0] = 0
-    offsets[1:] = ends - np.arange(len(ends))  # each newline removed shifts what follows
-    lines = pa.LargeStringArray.from_buffers(
-        len(ends), pa.py_buffer(offsets), pa.py_buffer(text.replace(b"\n", b""))
-    )
-    try:
-        lines.validate(full=True)
-    except pa.ArrowInvalid:
-        raise Irregular("invalid UTF-8") from None
+    """The newline-terminated lines of `text`, without their line ends (CRLF read as LF),
+    as an Arrow column; what the line reader must word (a lone CR, a NUL, invalid UTF-8)
+    is irregular."""
+    lines = native.split_lines(text)
+    if lines is None:
+        raise Irregular("lone CR, binary or invalid UTF-8")
     return lines
 
 
-_HEAD_PATTERN = "^(?:" + "|".join(re.escape(prefix) for prefix, _ in g.SECTIONS) + ")"
 #: The first three bytes of every section marker, as one number each (see _section_heads).
 _HEAD_STARTS = np.array(
     sorted({int.from_bytes(prefix.encode()[:3], "big") for prefix, _ in g.SECTIONS}),
@@ -152,8 +142,8 @@ def _section_heads(lines: pa.LargeStringArray) -> np.ndarray:
 
     A marker is a line that starts with one of the SECTIONS prefixes. RE2 over
     every line of a chunk cost 0.39 CPU-s on a 208 MB module; first the lines
-    whose first three bytes begin a marker are found with numpy (0.07 CPU-s
-    with the check below), and the pattern runs on those few only.
+    whose first three bytes begin a marker are found with numpy (0.07 CPU-s),
+    and grammar.section_kind reads those few only.
     """
     _, offsets, data = lines.buffers()
     ends = np.frombuffer(offsets, dtype=np.int64)[lines.offset : lines.offset + len(lines) + 1]
@@ -167,8 +157,8 @@ def _section_heads(lines: pa.LargeStringArray) -> np.ndarray:
     maybe = long_enough[np.isin(first, _HEAD_STARTS)]
     if not len(maybe):
         return maybe
-    found = pc.match_substring_regex(pc.take(lines, pa.array(maybe)), _HEAD_PATTERN)
-    return maybe[found.to_numpy(zero_copy_only=False)]
+    candidates = pc.take(lines, pa.array(maybe)).to_pylist()
+    return maybe[np.array([g.section_kind(line) is not None for line in candidates], bool)]
 
 
 def _ahead(
@@ -418,11 +408,11 @@ def _value_lines(lines: pa.Array, lineno: np.ndarray) -> pa.Table:
 
 def _sequence_lines(body: pa.Array, at_line: int) -> pa.Table:
     """InstructionSequence entries; `at_line` is the 0-based file line index of the first."""
-    found = extract(body, _SEQ)
+    found = native.sequence(body)
     return pa.Table.from_arrays(
         [
-            ints(found.field("step")),
-            pc.cast(found.field("name"), pa.string()),
+            found["step"],
+            found["name"],
             pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
         ],
         schema=model.SCHEDULE,
@@ -431,13 +421,13 @@ def _sequence_lines(body: pa.Array, at_line: int) -> pa.Table:
 
 def _live_lines(body: pa.Array, at_line: int) -> pa.Table:
     """BufferLiveRange entries; `at_line` is the 0-based file line index of the first."""
-    found = extract(body, _BLR)
+    found = native.live_ranges(body)
     return pa.Table.from_arrays(
         [
-            pc.cast(found.field("name"), pa.string()),
-            pc.cast(found.field("idx"), pa.string()),
-            ints(found.field("start")),
-            ints(found.field("end")),
+            found["name"],
+            found["idx"],
+            found["start"],
+            found["end"],
             pa.array(at_line + 1 + np.arange(len(found)), pa.int64()),
         ],
         schema=model.LIVE,
@@ -447,20 +437,19 @@ def _live_lines(body: pa.Array, at_line: int) -> pa.Table:
 def _peak_lines(p: LineReader, body: pa.Array, at_line: int) -> pa.Table:
     """The peak list (blank lines skipped, as the line reader skips them); `at_line` is
     the 0-based file line index of body[0]."""
-    filled = pc.not_equal(body, "").to_numpy(zero_copy_only=False)
-    found = extract(body.filter(pa.array(filled)), _PEAK)
-    index, cumulative = found.field("idx"), found.field("cumulative")
+    found, rows = native.peak(body)
+    index = found["idx"]
     if pc.any(pc.not_equal(index, "")).as_py():
         p.features.add("peak_index")
-    if pc.any(pc.not_equal(cumulative, "")).as_py():
+    if found["cumulative"].null_count < len(found):
         p.features.add("peak_cumulative")
     return pa.Table.from_arrays(
         [
-            pc.cast(found.field("name"), pa.string()),
-            pc.cast(pc.if_else(pc.equal(index, ""), None, index), pa.string()),
-            ints(found.field("bytes")),
-            optional_int(cumulative),
-            pa.array(at_line + 1 + np.flatnonzero(filled), pa.int64()),
+            found["name"],
+            pc.if_else(pc.equal(index, ""), None, index),
+            found["bytes"],
+            found["cumulative"],
+            pa.array(at_line + 1 + rows, pa.int64()),
         ],
         schema=model.PEAK,
     )
