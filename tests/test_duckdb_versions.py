@@ -213,7 +213,5 @@ def test_readme_examples_on_the_oldest_engines(tmp_path, samples_db, version):
     assert len(docs) == len(queries.queries())
     # the samples hold no device memory snapshot: a snapshot example binds and runs,
     # and says so with the query's own error (a key that selects nothing is an error)
-    assert all(
-        isinstance(rows, int) or "no snapshot matches" in rows for rows in out.values()
-    ), out
+    assert all(isinstance(rows, int) or "no snapshot matches" in rows for rows in out.values()), out
     assert out["FROM bh_top_modules(top := 20)"] == 5

@@ -15,9 +15,7 @@ from bufferhouse.parse.text.blocks import Irregular
 
 pytestmark = pytest.mark.skipif(native.MISSING is not None, reason=str(native.MISSING))
 
-SETTINGS = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def column(lines: list[str]) -> pa.LargeStringArray:

@@ -41,6 +41,7 @@ static int split(const unsigned char *text, size_t len, char *chars, Buf *offset
 }
 
 static PyObject *split_lines(PyObject *self, PyObject *arg) {
+    (void)self;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     PyObject *chars = PyBytes_FromStringAndSize(NULL, view.len);
@@ -220,14 +221,17 @@ static int read_peak(Cur *c, Out *out) {
 }
 
 static PyObject *sequence(PyObject *self, PyObject *args) {
+    (void)self;
     return kernel(args, read_step, 1, 1, 0, 0);
 }
 
 static PyObject *live_ranges(PyObject *self, PyObject *args) {
+    (void)self;
     return kernel(args, read_live_range, 2, 2, 0, 0);
 }
 
 static PyObject *peak(PyObject *self, PyObject *args) {
+    (void)self;
     return kernel(args, read_peak, 2, 2, 1, 1);
 }
 
@@ -245,6 +249,7 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_lines", "The line splitter and HloLiveRange kernels.", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__lines(void) { return PyModule_Create(&module); }

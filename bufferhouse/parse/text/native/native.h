@@ -30,7 +30,7 @@ typedef struct {
     int failed;
 } Buf;
 
-static int buf_reserve(Buf *b, size_t more) {
+static inline int buf_reserve(Buf *b, size_t more) {
     if (b->failed) return 0;
     if (more > SIZE_MAX / 2 - b->len) {
         b->failed = 1;
@@ -49,24 +49,24 @@ static int buf_reserve(Buf *b, size_t more) {
     return 1;
 }
 
-static void buf_put(Buf *b, const void *p, size_t n) {
+static inline void buf_put(Buf *b, const void *p, size_t n) {
     if (!buf_reserve(b, n)) return;
     if (n) memcpy(b->data + b->len, p, n);
     b->len += n;
 }
 
-static void buf_i64(Buf *b, int64_t v) { buf_put(b, &v, sizeof v); }
+static inline void buf_i64(Buf *b, int64_t v) { buf_put(b, &v, sizeof v); }
 
-static void buf_u8(Buf *b, uint8_t v) { buf_put(b, &v, 1); }
+static inline void buf_u8(Buf *b, uint8_t v) { buf_put(b, &v, 1); }
 
-static void buf_free(Buf *b) {
+static inline void buf_free(Buf *b) {
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
 }
 
 /* The buffer as `bytes` (a copy), or NULL with a Python error set. Needs the GIL. */
-static PyObject *buf_bytes(const Buf *b) {
+static inline PyObject *buf_bytes(const Buf *b) {
     if (b->failed) return PyErr_NoMemory();
     return PyBytes_FromStringAndSize(b->len ? b->data : "", (Py_ssize_t)b->len);
 }
@@ -76,20 +76,20 @@ typedef struct {
     Buf offsets, chars;
 } StrCol;
 
-static void str_init(StrCol *c) {
+static inline void str_init(StrCol *c) {
     memset(c, 0, sizeof *c);
     int32_t zero = 0;
     buf_put(&c->offsets, &zero, sizeof zero);
 }
 
-static void str_put(StrCol *c, const char *p, size_t n) {
+static inline void str_put(StrCol *c, const char *p, size_t n) {
     buf_put(&c->chars, p, n);
     if (c->chars.len > INT32_MAX) c->chars.failed = 1; /* kernels.py refuses the column */
     int32_t end = (int32_t)(c->chars.failed ? 0 : c->chars.len);
     buf_put(&c->offsets, &end, sizeof end);
 }
 
-static void str_free(StrCol *c) {
+static inline void str_free(StrCol *c) {
     buf_free(&c->offsets);
     buf_free(&c->chars);
 }
@@ -105,7 +105,7 @@ typedef struct {
 
 /* Take the lines from (offsets, chars) buffers; 0 with a Python error if they do not
  * describe lines (offsets out of the buffer, decreasing, or misaligned). */
-static int lines_get(PyObject *offsets, PyObject *chars, Lines *lines) {
+static inline int lines_get(PyObject *offsets, PyObject *chars, Lines *lines) {
     memset(lines, 0, sizeof *lines);
     if (PyObject_GetBuffer(offsets, &lines->offsets_view, PyBUF_SIMPLE) < 0) return 0;
     if (PyObject_GetBuffer(chars, &lines->chars_view, PyBUF_SIMPLE) < 0) {
@@ -137,7 +137,7 @@ static int lines_get(PyObject *offsets, PyObject *chars, Lines *lines) {
     return 1;
 }
 
-static void lines_release(Lines *lines) {
+static inline void lines_release(Lines *lines) {
     PyBuffer_Release(&lines->offsets_view);
     PyBuffer_Release(&lines->chars_view);
 }
@@ -149,24 +149,24 @@ typedef struct {
     const char *p, *end;
 } Cur;
 
-static Cur line_at(const Lines *lines, Py_ssize_t i) {
+static inline Cur line_at(const Lines *lines, Py_ssize_t i) {
     Cur c = {lines->chars + lines->offsets[i], lines->chars + lines->offsets[i + 1]};
     return c;
 }
 
 /* Consume the literal `s` (of length n) if the line continues with it. */
-static int take(Cur *c, const char *s, size_t n) {
+static inline int take(Cur *c, const char *s, size_t n) {
     if ((size_t)(c->end - c->p) < n || memcmp(c->p, s, n) != 0) return 0;
     c->p += n;
     return 1;
 }
 #define TAKE(c, literal) take((c), (literal), sizeof(literal) - 1)
 
-static int at_end(const Cur *c) { return c->p == c->end; }
+static inline int at_end(const Cur *c) { return c->p == c->end; }
 
 /* `[0-9]+` as a number; 0 (nothing consumed) without a digit or past int64 (the line
  * reader words a number too large for 64 bits). */
-static int take_number(Cur *c, int64_t *out) {
+static inline int take_number(Cur *c, int64_t *out) {
     const char *p = c->p;
     uint64_t v = 0;
     if (p == c->end || *p < '0' || *p > '9') return 0;
@@ -181,16 +181,16 @@ static int take_number(Cur *c, int64_t *out) {
 
 /* Consume one or more characters other than those in `stops` (ASCII); 0 if none. Bytes
  * of a multi-byte UTF-8 character are never ASCII, so a byte scan reads code points. */
-static int take_until(Cur *c, const char *stops) {
+static inline int take_until(Cur *c, const char *stops) {
     const char *p = c->p;
-    while (p < c->end && !strchr(stops, *p)) p++;
+    while (p < c->end && !(*p && strchr(stops, *p))) p++; /* NUL is no stop, as in `re` */
     if (p == c->p) return 0;
     c->p = p;
     return 1;
 }
 
 /* `\{[0-9,]*\}`, a ShapeIndex. */
-static int take_index(Cur *c) {
+static inline int take_index(Cur *c) {
     const char *start = c->p;
     if (!TAKE(c, "{")) return 0;
     while (c->p < c->end && ((*c->p >= '0' && *c->p <= '9') || *c->p == ',')) c->p++;
@@ -202,7 +202,7 @@ static int take_index(Cur *c) {
 }
 
 /* The length of the UTF-8 character at p (1-4), 0 if the bytes there are not one. */
-static int utf8_length(const unsigned char *p, const unsigned char *end, uint32_t *code) {
+static inline int utf8_length(const unsigned char *p, const unsigned char *end, uint32_t *code) {
     unsigned char b = p[0];
     int n;
     uint32_t cp, least;
@@ -230,7 +230,7 @@ static int utf8_length(const unsigned char *p, const unsigned char *end, uint32_
 }
 
 /* Python's `\s` for str patterns: the characters str.isspace() takes. */
-static int is_space(uint32_t cp) {
+static inline int is_space(uint32_t cp) {
     if (cp <= 0x20) return cp == ' ' || (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x1F);
     return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
            cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
@@ -238,7 +238,7 @@ static int is_space(uint32_t cp) {
 
 /* `\S+` to the end of the line (Python's reading, Unicode-aware); 0 if the line has a
  * space or an invalid character there, or nothing. */
-static int take_nonspace_to_end(Cur *c) {
+static inline int take_nonspace_to_end(Cur *c) {
     const unsigned char *p = (const unsigned char *)c->p, *end = (const unsigned char *)c->end;
     if (p == end) return 0;
     while (p < end) {
