@@ -16,13 +16,9 @@ import pyarrow.compute as pc
 
 from bufferhouse.parse import model
 from bufferhouse.parse.text import grammar as g
+from bufferhouse.parse.text import native
+from bufferhouse.parse.text.native import Irregular
 from bufferhouse.parse.text.scan import LineReader
-
-_HEADER, _POSITION, _USE = g.HEADER.re2, g.POSITION.re2, g.USE.re2
-
-
-class Irregular(Exception):
-    """Something the column reader does not read; the line reader will."""
 
 
 def extract(lines: pa.Array, pattern: str) -> pa.StructArray:
@@ -155,69 +151,54 @@ class UsedBlocks:
 
     def _read(self, section: pa.Array, numbers: np.ndarray, last: bool) -> None:
         """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
-        kind = np.full(len(section), ord("x"), dtype=np.uint8)
-        for code, how, text in g.BLOCK_LETTERS:
-            found = pc.starts_with(section, text) if how == "prefix" else pc.equal(section, text)
-            kind[found.to_numpy(zero_copy_only=False)] = ord(code)
+        read = native.used_blocks(section, g.BLOCK_LETTERS)
+        kind = read.letters
         # Blank lines only where the section ends.
         if not (g.BLOCKS_TO_END if last else g.BLOCKS).fullmatch(kind.tobytes()):
             raise Irregular("Used values block structure")
         if last:
             self.blank_end = bool(len(kind)) and kind[-1] == ord("b")
-        is_h, is_i, is_f = kind == ord("h"), kind == ord("i"), kind == ord("f")
-        block = np.cumsum(is_h) - 1
-        in_uses = np.cumsum(kind == ord("U")) - 1 == block  # after this block's ' uses:' line
-        headers = extract(section.filter(pa.array(is_h)), _HEADER)
-        ids = ints(headers.field("id")).to_numpy()
+        ids = read.ids
         self.blocks += len(ids)
 
-        if is_f.sum() not in (0, len(ids)):
+        if len(read.texts) not in (0, len(ids)):
             raise Irregular("some values without their from instruction line")
-        self.texted.add(bool(is_f.sum()) or not len(ids))
-        from_lines = section.filter(pa.array(is_f))
-        if pc.any(pc.ends_with(from_lines, ">")).as_py():
+        self.texted.add(bool(len(read.texts)) or not len(ids))
+        if read.ends.any():
             raise Irregular("from instruction text may be glued to the next header")
-        spaced = pc.sum(pc.starts_with(from_lines, g.FROM + " ")).as_py() or 0
-        if spaced not in (0, len(from_lines)):
+        spaced = int(read.spaced.sum())
+        if spaced not in (0, len(read.texts)):
             raise Irregular("some from instruction texts after a space, some not")
-        if len(from_lines):
+        if len(read.texts):
             self.spaced.add(spaced > 0)
-        skip = len(g.FROM) + (spaced > 0)  # 2024-01+: a space after the colon
-        if len(from_lines) or not len(ids):
-            texts = pc.cast(pc.utf8_slice_codeunits(from_lines, skip), pa.string())
-        else:  # 2019-09 .. 2021-09: XLA printed no instruction text
+        texts = read.texts
+        if len(ids) and not len(texts):  # 2019-09 .. 2021-09: XLA printed no instruction text
             texts = pa.nulls(len(ids), pa.string())
-        del from_lines
         if np.any(kind == ord("n")):
             self.p.features.add("uses_none")
 
-        pos_mask = is_i & ~in_uses
-        use_mask = is_i & in_uses
-        positions = extract(section.filter(pa.array(pos_mask)), _POSITION)
-        uses = extract(section.filter(pa.array(use_mask)), _USE)
-        pos_block, use_block = block[pos_mask], block[use_mask]
         self.parts.append(
             {
                 "ids": ids,
-                "names": pc.cast(headers.field("name"), pa.string()),
-                "lines": numbers[is_h] + 1,
+                "names": read.names,
+                "lines": numbers[kind == ord("h")] + 1,
                 "texts": texts,
                 "positions": pa.Table.from_arrays(
                     [
-                        pa.array(ids[pos_block], pa.int64()),
-                        pa.array(ordinals(pos_block)),
-                        pc.cast(positions.field("name"), pa.string()),
-                        pc.cast(index_or_empty(positions.field("idx")), pa.string()),
+                        pa.array(ids[read.position_block], pa.int64()),
+                        pa.array(ordinals(read.position_block)),
+                        read.position_name,
+                        index_or_empty(read.position_idx),
                     ],
                     schema=model.POSITIONS,
                 ),
                 "uses": pa.Table.from_arrays(
                     [
-                        pa.array(ids[use_block], pa.int64()),
-                        pa.array(ordinals(use_block)),
-                        pc.cast(uses.field("name"), pa.string()),
-                        ints(uses.field("op")),
-                        pc.cast(index_or_empty(uses.field("idx")), pa.string()),
+                        pa.array(ids[read.use_block], pa.int64()),
+                        pa.array(ordinals(read.use_block)),
+                        read.use_name,
+                        pa.array(read.use_op),
+                        index_or_empty(read.use_idx),
                     ],
                     schema=model.USES,
                 ),
@@ -254,44 +235,18 @@ class UsedBlocks:
         }
 
 
-_GLUED_HEADER = g.GLUED_HEADER.re2
-
-
 def unglue(lines: pa.LargeStringArray, numbers: np.ndarray) -> tuple[pa.Array, np.ndarray]:
     """`lines` with each glued from instruction line split in two, its text then the
     header, as the reference splits it (scan.LineReader._from_instruction), and each line's
     file line index (the header keeps its line's).
 
-    The reference takes the leftmost header that runs to the line's end; a header holds
-    one '<', its first character, so that is the one after the line's last '<'. The
-    split lines are new offsets into the same character data: nothing is copied.
+    The split lines are new offsets into the same character data: nothing is copied.
     """
-    maybe = pc.and_(
-        pc.or_(pc.starts_with(lines, g.FROM + "%"), pc.starts_with(lines, g.FROM + " %")),
-        pc.ends_with(lines, ">"),
-    )
-    candidates = np.flatnonzero(maybe.to_numpy(zero_copy_only=False))
-    if not len(candidates):
+    where, splits = native.glued(lines, g.FROM)
+    if not len(where):
         return lines, numbers
     _, offsets_buffer, data = lines.buffers()
     offsets = np.frombuffer(offsets_buffer, np.int64)[lines.offset : lines.offset + len(lines) + 1]
-    starts, ends = offsets[candidates], offsets[candidates + 1]
-    chars = np.frombuffer(data, np.uint8)
-    opens = offsets[0] + np.flatnonzero(chars[offsets[0] : offsets[-1]] == ord("<"))
-    last = np.searchsorted(opens, ends) - 1  # each candidate's last '<', if it has one
-    splits = opens[np.maximum(last, 0)] if len(opens) else starts
-    inside = (last >= 0) & (splits > starts + len(g.FROM))
-    candidates, splits, ends = candidates[inside], splits[inside], ends[inside]
-    if not len(candidates):
-        return lines, numbers
-    # The headers, as every other string of an array over the same data: split, end, ...
-    bounds = np.column_stack([splits, ends]).ravel()
-    spans = pa.LargeStringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), data)
-    headers = spans.take(pa.array(np.arange(0, len(bounds) - 1, 2)))
-    glued = pc.match_substring_regex(headers, _GLUED_HEADER).to_numpy(zero_copy_only=False)
-    if not glued.any():
-        return lines, numbers
-    where, splits = candidates[glued], splits[glued]
     new_offsets = np.insert(offsets, where + 1, splits)
     out = pa.LargeStringArray.from_buffers(len(new_offsets) - 1, pa.py_buffer(new_offsets), data)
     return out, np.insert(numbers, where + 1, numbers[where])

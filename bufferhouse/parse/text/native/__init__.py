@@ -13,20 +13,34 @@ without them `MISSING` says why, and parse reads every dump with the line reader
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 
-from bufferhouse.parse.text.blocks import Irregular
-
 try:
-    from bufferhouse.parse.text.native import _lines
+    from bufferhouse.parse.text.native import _blocks, _lines
 except ImportError as exc:  # not built: no compiler at install time
-    _lines = None
+    _lines = _blocks = None
     MISSING: str | None = f"the compiled column reader is not built ({exc})"
 else:
     MISSING = None
 
-__all__ = ["MISSING", "live_ranges", "peak", "sequence", "split_lines"]
+__all__ = [
+    "MISSING",
+    "Irregular",
+    "UsedLines",
+    "glued",
+    "live_ranges",
+    "peak",
+    "sequence",
+    "split_lines",
+    "used_blocks",
+]
+
+
+class Irregular(Exception):
+    """Something the column reader does not read; the line reader will."""
 
 
 def split_lines(text: bytes) -> pa.LargeStringArray | None:
@@ -101,3 +115,60 @@ def peak(lines: pa.LargeStringArray) -> tuple[pa.Table, np.ndarray]:
         }
     )
     return table, np.frombuffer(rows, np.int64)
+
+
+@dataclass(frozen=True)
+class UsedLines:
+    """A piece of the Used values section as used_blocks reads it."""
+
+    letters: np.ndarray  # uint8: each line's letter (grammar.BLOCK_LETTERS), b"x" if none
+    ids: np.ndarray  # int64 per header line ('h')
+    names: pa.StringArray
+    position_block: np.ndarray  # int64 per position: its header's rank in the piece
+    position_name: pa.StringArray
+    position_idx: pa.StringArray  # "" if none
+    use_block: np.ndarray  # int64 per use
+    use_name: pa.StringArray
+    use_op: np.ndarray  # int64
+    use_idx: pa.StringArray  # "" if none
+    texts: pa.StringArray  # per from line ('f'): after FROM and one space if it has one
+    spaced: np.ndarray  # bool per from line: a space after FROM
+    ends: np.ndarray  # bool per from line: it ends with '>'
+
+
+def used_blocks(lines: pa.LargeStringArray, letters: tuple) -> UsedLines:
+    """Each line's letter by the table `letters` (grammar.BLOCK_LETTERS), and the lines
+    the letters say read: grammar.HEADER for 'h', POSITION for 'i' before its block's
+    'U' line and USE after it, the text after FROM for 'f'. Irregular at the first
+    'h' or 'i' line not read."""
+    (letter, ids, *columns) = _run(
+        lambda offsets, chars: _blocks.used_blocks(offsets, chars, letters), lines
+    )
+    names = _strings(*columns[0:2])
+    pos_block, pos_name, pos_idx = columns[2], _strings(*columns[3:5]), _strings(*columns[5:7])
+    use_block, use_op = columns[7], columns[8]
+    use_name, use_idx = _strings(*columns[9:11]), _strings(*columns[11:13])
+    texts, spaced, ends = _strings(*columns[13:15]), columns[15], columns[16]
+    return UsedLines(
+        letters=np.frombuffer(letter, np.uint8),
+        ids=np.frombuffer(ids, np.int64),
+        names=names,
+        position_block=np.frombuffer(pos_block, np.int64),
+        position_name=pos_name,
+        position_idx=pos_idx,
+        use_block=np.frombuffer(use_block, np.int64),
+        use_name=use_name,
+        use_op=np.frombuffer(use_op, np.int64),
+        use_idx=use_idx,
+        texts=texts,
+        spaced=np.frombuffer(spaced, np.uint8).astype(bool),
+        ends=np.frombuffer(ends, np.uint8).astype(bool),
+    )
+
+
+def glued(lines: pa.LargeStringArray, from_text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The lines that start with `from_text` (grammar.FROM), then one space or none, '%',
+    and end with a grammar.GLUED_HEADER after the text; and where in the character
+    buffer of `lines` each such header starts."""
+    rows, splits = _run(lambda offsets, chars: _blocks.glued(offsets, chars, from_text), lines)
+    return np.frombuffer(rows, np.int64), np.frombuffer(splits, np.int64)
