@@ -35,6 +35,7 @@ from bufferhouse.parse import memory, model
 from bufferhouse.parse.model import Alloc, first_occurrences
 from bufferhouse.parse.reader import open_dump, read_lines, stored_size
 from bufferhouse.parse.text import grammar as g
+from bufferhouse.parse.text import native
 from bufferhouse.parse.text.blocks import (
     Irregular,
     Lane,
@@ -47,7 +48,6 @@ from bufferhouse.parse.text.blocks import (
 from bufferhouse.parse.text.scan import LineReader, split_layout
 
 #: The bulk line kinds, as RE2 patterns (grammar.py declares them).
-_ALLOC, _VALUE, _CROSS = g.ALLOCATION.re2, g.VALUE.re2, g.CROSS.re2
 _SEQ, _BLR, _PEAK = g.STEP.re2, g.BUFFER_LIVE_RANGE.re2, g.PEAK.re2
 
 
@@ -61,6 +61,8 @@ def scan(
     own: both are mostly Arrow and numpy, which release the GIL."""
     ba_path = next(path for role, path in files if role == "buffer_assignment")
     try:
+        if native.MISSING:
+            return None
         if sum(stored_size(path) for _, path in files) < min_bytes:
             return None
         p = LineReader()
@@ -262,39 +264,8 @@ def _scan_chunks(
             body = lines[start : bounds[j + 1]]
             at_line = first + start  # 0-based index in the file of body[0]
             if section == "ba":
-                is_value = pc.starts_with(body, " value: ").to_numpy(zero_copy_only=False)
-                is_alloc = pc.starts_with(body, "allocation ").to_numpy(zero_copy_only=False)
-                bulk.add(
-                    "alloc",
-                    functools.partial(
-                        _allocations,
-                        path,
-                        body.filter(pa.array(is_alloc)),
-                        at_line + 1 + np.flatnonzero(is_alloc),
-                        attributes,
-                    ),
-                )
-                bulk.add(
-                    "value",
-                    functools.partial(
-                        _value_lines,
-                        body.filter(pa.array(is_value)),
-                        at_line + 1 + np.flatnonzero(is_value),
-                    ),
-                )
-                is_head = pc.equal(body, g.CROSS_HEAD).to_numpy(zero_copy_only=False)
-                is_cross = pc.starts_with(body, "  value: ").to_numpy(zero_copy_only=False)
-                if is_head.any() or is_cross.any():
-                    pieces["cross_head"].append(at_line + 1 + np.flatnonzero(is_head))
-                    found = extract(body.filter(pa.array(is_cross)), _CROSS)
-                    pieces["cross"].append(
-                        (
-                            ints(found.field("id")).to_numpy(),
-                            at_line + 1 + np.flatnonzero(is_cross),
-                        )
-                    )
-                is_bulk = is_value | is_alloc | is_head | is_cross
-                structural.append(start + np.flatnonzero(~is_bulk))
+                other = _allocation_section(path, body, at_line, bulk, pieces, attributes)
+                structural.append(start + other)
             elif section == "seq":
                 bulk.add("seq", functools.partial(_sequence_lines, body, at_line))
             elif section == "blr":
@@ -356,16 +327,39 @@ def _check_order(kinds: list[str], seen: list[str]) -> None:
         seen.append(kind)
 
 
+def _allocation_section(
+    path: str,
+    body: pa.LargeStringArray,
+    at_line: int,
+    bulk: _Bulk,
+    pieces: dict[str, list],
+    attributes: dict[str, tuple[int, tuple]],
+) -> np.ndarray:
+    """A piece of the allocations section, read by the compiled kernel in one pass; the
+    indexes in `body` of its other lines, which the line reader reads. `at_line` is the
+    0-based file line index of body[0]."""
+    read = native.allocations(body)
+    lineno = at_line + 1 + np.arange(len(body), dtype=np.int64)
+    kinds = read.kinds
+    alloc_lines = lineno[kinds == native.ALLOCATION]
+    bulk.add("alloc", functools.partial(_allocations, path, read.allocs, alloc_lines, attributes))
+    bulk.add("value", functools.partial(_value_lines, read.values, lineno[kinds == native.VALUE]))
+    is_head, is_cross = kinds == native.CROSS_HEAD, kinds == native.CROSS
+    if is_head.any() or is_cross.any():
+        pieces["cross_head"].append(lineno[is_head])
+        pieces["cross"].append((read.cross["id"].to_numpy(), lineno[is_cross]))
+    return np.flatnonzero(kinds == native.OTHER)
+
+
 def _allocations(
     path: str,
-    lines: pa.Array,
+    found: pa.Table,
     lineno: np.ndarray,
     attributes: dict[str, tuple[int, tuple]],
 ) -> pa.Table:
-    """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once
-    (`attributes` keeps them from piece to piece)."""
-    found = extract(lines, _ALLOC)
-    rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
+    """The `allocation N: size S, ...:` headers (native.allocations' columns); each distinct
+    attribute list is parsed once (`attributes` keeps them from piece to piece)."""
+    rests = pc.dictionary_encode(found["rest"].combine_chunks())
     first = first_occurrences(rests.indices.to_numpy())
     parsed = []
     for row, rest in zip(first, rests.dictionary.to_pylist()):
@@ -382,13 +376,13 @@ def _allocations(
         f.name: pc.take(pa.array(per_rest[i], f.type), rests.indices)
         for i, f in enumerate(model.ALLOCS)
     }
-    address = found.field("address")
+    address = found["address"]
     columns.update(
-        index=ints(found.field("index")),
-        size=ints(found.field("size")),
+        index=found["index"],
+        size=found["size"],
         color=pc.take(pa.array(colors, pa.int64()), rests.indices),
         line=pa.array(lineno, pa.int64()),
-        address=pc.cast(pc.if_else(pc.equal(address, ""), None, address), pa.string()),
+        address=pc.if_else(pc.equal(address, ""), None, address),
     )
     return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
 
@@ -397,19 +391,19 @@ def _allocations(
 _VALUE_LINES = pa.schema([f for f in model.VALUES if f.name != "allocation"])
 
 
-def _value_lines(lines: pa.Array, lineno: np.ndarray) -> pa.Table:
-    """The ` value:` lines of a piece; `lineno` holds their 1-based line numbers."""
-    found = extract(lines, _VALUE)
+def _value_lines(found: pa.Table, lineno: np.ndarray) -> pa.Table:
+    """The ` value:` lines of a piece (native.allocations' columns); `lineno` holds their
+    1-based line numbers."""
     return pa.Table.from_arrays(
         [
-            ints(found.field("id")),
-            pc.cast(found.field("name"), pa.string()),
-            pc.cast(index_or_empty(found.field("idx")), pa.string()),
-            pc.not_equal(found.field("phi"), ""),
-            optional_int(found.field("color")),
-            ints(found.field("offset")),
-            ints(found.field("size")),
-            pc.cast(found.field("shape"), pa.string()),
+            found["id"],
+            found["name"],
+            index_or_empty(found["idx"]),
+            found["phi"],
+            found["color"],
+            found["offset"],
+            found["size"],
+            found["shape"],
             pa.array(lineno, pa.int64()),
         ],
         schema=_VALUE_LINES,
