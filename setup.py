@@ -19,4 +19,4 @@ def _extension(name: str) -> Extension:
     )
 
 
-setup(ext_modules=[_extension("_lines"), _extension("_blocks")])
+setup(ext_modules=[_extension(name) for name in ("_lines", "_allocations", "_blocks")])

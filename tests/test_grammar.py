@@ -1,19 +1,20 @@
 """The one grammar (bufferhouse/parse/text/grammar.py): each line kind is one pattern
-that the line reader runs with Python `re` and the column reader with Arrow's RE2.
-Here both engines read every line of every fixture, and lines made to split
-them, and must take the same groups from each; and each line kind must be met
-in the fixtures, so no pattern is untested."""
+that the line reader runs with Python `re`; the compiled column reader's kernels
+(parse/text/native) must read exactly the lines it matches, with the same groups. Here
+every line of every fixture, and lines made to split them, go through both; and each
+line kind must be met in the fixtures, so no pattern is untested."""
 
 from __future__ import annotations
 
 import gzip
 
-import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.text import grammar as g
+from bufferhouse.parse.text import native
+from bufferhouse.parse.text.native import Irregular
+from tests import test_native, test_native_allocations, test_native_blocks
 from tests.conftest import CORPUS, DATA, SAMPLES
 
 LINES = [g_ for g_ in vars(g).values() if isinstance(g_, g.Line)]
@@ -29,7 +30,7 @@ def _fixture_lines() -> list[str]:
 
 
 FIXTURE_LINES = _fixture_lines()
-#: Lines where `re` and RE2 would part if the patterns leaned on either's dialect.
+#: Lines where a hand-written reader and `re` could part.
 TRICKY = [
     "allocation \u0663: size 4:",  # an Arabic-Indic digit: \d in `re`, not in RE2
     "allocation 1: size 99999999999999999999999:",  # past 64 bits: matches, read as an error
@@ -49,19 +50,54 @@ TRICKY = [
 ]
 
 
-def _python_groups(line: g.Line, text: str) -> dict | None:
-    m = line.match(text)
-    if m is None:
-        return None
-    return {k: (v if v is not None else "") for k, v in m.groupdict().items()}
+def _block_line(kind: g.Line, text: str, before: list[str]) -> None:
+    """A header, position or use line read by the Used values kernel iff `re` reads it,
+    with the same groups (after `before`, the lines that give it its place)."""
+    m = kind.match(text)
+    numbers = [n for n in kind.numbers if n in ("id", "op")]
+    if m is None or any(int(m[n]) > g.INT64_MAX for n in numbers):
+        with pytest.raises(Irregular):
+            test_native_blocks.read([*before, text])
+        return
+    got = test_native_blocks.read([*before, text])
+    if kind is g.HEADER:
+        assert (got.ids.tolist(), got.names.to_pylist()) == ([int(m["id"])], [m["name"]])
+    elif kind is g.POSITION:
+        assert got.position_name.to_pylist() == [m["name"]]
+        assert got.position_idx.to_pylist() == [m["idx"] or ""]
+    else:
+        assert got.use_name.to_pylist() == [m["name"]]
+        assert (got.use_op.tolist(), got.use_idx.to_pylist()) == ([int(m["op"])], [m["idx"] or ""])
 
 
-@pytest.mark.parametrize("line", LINES, ids=[x.kind for x in LINES])
-def test_python_and_re2_read_every_line_alike(line: g.Line):
-    texts = FIXTURE_LINES + TRICKY
-    found = pc.extract_regex(pa.array(texts, pa.large_string()), line.re2).to_pylist()
-    for text, re2 in zip(texts, found):
-        assert _python_groups(line, text) == re2, (line.kind, text)
+#: Each bulk kind's check against `re` (tests/test_native*.py hold them on made lines).
+_KERNEL_CHECKS = {
+    "allocation": lambda text: test_native_allocations.check([text]),
+    "sequence step": lambda text: _same(g.STEP, native.sequence, text),
+    "BufferLiveRange entry": lambda text: _same(g.BUFFER_LIVE_RANGE, native.live_ranges, text),
+    "peak entry": lambda text: _same(g.PEAK, native.peak, text),
+    "value header": lambda text: text.startswith("<") and _block_line(g.HEADER, text, []),
+    "position": lambda text: _block_line(g.POSITION, text, ["<1 a>"]),
+    "use": lambda text: _block_line(g.USE, text, ["<1 a>", " positions:", "  p", " uses:"]),
+}
+_KERNEL_CHECKS["value"] = _KERNEL_CHECKS["cross-color value"] = _KERNEL_CHECKS["allocation"]
+
+
+def _same(kind: g.Line, kernel, text: str) -> None:
+    numbers = tuple(kind.numbers)
+    expected = test_native.groups(kind, text, numbers)
+    if kind is g.PEAK and expected is not None:
+        expected["idx"] = expected["idx"] or ""
+    assert test_native.read_one(kernel, text) == expected, text
+
+
+@pytest.mark.skipif(native.MISSING is not None, reason=str(native.MISSING))
+@pytest.mark.parametrize("line", g.BULK, ids=[x.kind for x in g.BULK])
+def test_the_compiled_kernels_read_every_line_as_re_does(line: g.Line):
+    for text in FIXTURE_LINES + TRICKY:
+        if line in (g.POSITION, g.USE) and test_native_blocks.letter(text) != "i":
+            continue  # a line of another letter is not read as one of these
+        _KERNEL_CHECKS[line.kind](text)
 
 
 @pytest.mark.parametrize("line", g.BULK, ids=[x.kind for x in g.BULK])

@@ -49,7 +49,7 @@ def read_one(kernel, line: str):
     except Irregular:
         return None
     table = found[0] if isinstance(found, tuple) else found
-    return table.to_pylist()[0]
+    return table.to_pylist()[0] if len(table) else None  # peak skips a blank line
 
 
 def groups(line_kind: g.Line, line: str, numbers: tuple[str, ...]):

@@ -21,27 +21,6 @@ from bufferhouse.parse.text.native import Irregular
 from bufferhouse.parse.text.scan import LineReader
 
 
-def extract(lines: pa.Array, pattern: str) -> pa.StructArray:
-    """Named groups of `pattern` for every line; any line that does not match is irregular."""
-    if len(lines) == 0:
-        return pc.extract_regex(pa.array([], pa.large_string()), pattern)
-    found = pc.extract_regex(lines, pattern)
-    if found.null_count:
-        raise Irregular(pattern)
-    return found
-
-
-def ints(column: pa.Array) -> pa.Array:
-    try:
-        return pc.cast(column, pa.int64())
-    except pa.ArrowInvalid:
-        raise Irregular("a number past 64 bits") from None  # the line reader names it
-
-
-def optional_int(column: pa.Array) -> pa.Array:
-    return ints(pc.if_else(pc.equal(column, ""), None, column))
-
-
 def index_or_empty(column: pa.Array) -> pa.Array:
     """A ShapeIndex group: '{}' when the dump printed none."""
     return pc.if_else(pc.equal(column, ""), "{}", column)

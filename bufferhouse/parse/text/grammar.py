@@ -4,13 +4,13 @@ Every line kind of a dump (docs/format.md §3-§5, §9) is one `Line` below: its
 pattern with named groups, what an error says was expected, and the
 number fields it carries. The section markers are `SECTIONS`, in the order
 XLA prints them; the markers inside a section are the constants beside
-them. Both readers take their patterns from here: the line reader
-(scan.py, `Line.match`, Python `re`) and the column reader (vector.py,
-`Line.re2`, Arrow's RE2). The patterns are written in the subset both
-engines read alike; the one difference that matters (`\\S` is Unicode-aware
-in Python, ASCII in RE2) is translated in `_to_re2`, and nothing else here
-depends on the engine. The invariants over what these lines hold are
-declared once too, in rules.py.
+them. Two readers execute it: the line reader (scan.py, `Line.match`, Python
+`re`), which reads every era and words every error, and the compiled column
+reader (vector.py and blocks.py over the C kernels of native/), which reads the
+bulk line kinds exactly as `re` reads them and hands anything else to the line
+reader. tests/test_grammar.py and tests/test_native*.py hold the kernels to these
+patterns. The invariants over what these lines hold are declared once too, in
+rules.py.
 """
 
 from __future__ import annotations
@@ -57,11 +57,6 @@ class Line:
             number(text, self.numbers.get(group, group), path, lineno, m.string)  # raises
         return value
 
-    @property
-    def re2(self) -> str:
-        """The pattern for Arrow's `extract_regex` (RE2), anchored at both ends."""
-        return "^" + _to_re2(self.pattern) + "$"
-
 
 def number(text: str, what: str, path: str, lineno: int, line: str) -> int:
     """A printed number; past 64 bits it is an error naming the file, line and field."""
@@ -69,16 +64,6 @@ def number(text: str, what: str, path: str, lineno: int, line: str) -> int:
     if value > INT64_MAX:
         raise ParseError(path, lineno, f"{what} {text} does not fit in 64 bits", line)
     return value
-
-
-#: Python's \S (str patterns) as an RE2 class, so that RE2 and `re` agree on it.
-_SPACE = (
-    r"\s\x0b\x1c-\x1f\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
-)
-
-
-def _to_re2(pattern: str) -> str:
-    return pattern.replace(r"\S", "[^" + _SPACE + "]")
 
 
 # -- shared pieces --------------------------------------------------------------

@@ -1,20 +1,20 @@
-"""The vectorized scanner: a large dump's bulky sections read as whole Arrow columns.
+"""The column reader: a large dump's bulky sections read as whole Arrow columns.
 
-Nearly all of a dump's bytes are four kinds of regular lines: ` value:`
-lines, Used values blocks, InstructionSequence and BufferLiveRange entries.
-Here each kind is matched by its grammar.py pattern over a column of all its
-lines (Arrow compute, RE2, in C++), owners are found by binary search and
-block structure is checked as one string of line kinds. Only the few
-structural lines (section headers, the peak list, the stack-trace tree) go
-through the line reader of scan.py, one by one. The invariants between lines
-are not checked here: rules.py checks them over the columns either reader
-produced.
+Nearly all of a dump's bytes are a few kinds of regular lines: allocation headers
+and ` value:` lines, Used values blocks, InstructionSequence and BufferLiveRange
+entries. Here each chunk is split into lines and each kind read over a whole
+section's lines by a compiled kernel (native/, C without the GIL) that reads
+exactly what its grammar.py pattern matches; owners are found by binary search,
+and block structure is checked as one string of line kinds (blocks.py). Only the
+few structural lines (section headers, the stack-trace tree) go through the line
+reader of scan.py, one by one. The invariants between lines are not checked
+here: rules.py checks them over the columns either reader produced.
 
-The scanner reads only what it can read exactly as the line reader does: at
-the first line it does not expect (another layout or era, a line that does
-not match) it returns None and the module is read by the line reader, which
-words every grammar error. So it never needs to explain a problem, only to
-notice one.
+The column reader reads only what it can read exactly as the line reader does: at
+the first line it does not expect (another layout or era, a line that does not
+match) it returns None and the module is read by the line reader, which words
+every grammar error. So it never needs to explain a problem, only to notice one.
+Without the compiled kernels (native.MISSING) it reads nothing.
 """
 
 from __future__ import annotations
@@ -39,15 +39,9 @@ from bufferhouse.parse.text.blocks import (
     Irregular,
     Lane,
     UsedBlocks,
-    extract,
     index_or_empty,
-    ints,
-    optional_int,
 )
 from bufferhouse.parse.text.scan import LineReader, split_layout
-
-#: The bulk line kinds, as RE2 patterns (grammar.py declares them).
-_ALLOC, _VALUE, _CROSS = g.ALLOCATION.re2, g.VALUE.re2, g.CROSS.re2
 
 
 def scan(
@@ -252,39 +246,8 @@ def _scan_chunks(
             body = lines[start : bounds[j + 1]]
             at_line = first + start  # 0-based index in the file of body[0]
             if section == "ba":
-                is_value = pc.starts_with(body, " value: ").to_numpy(zero_copy_only=False)
-                is_alloc = pc.starts_with(body, "allocation ").to_numpy(zero_copy_only=False)
-                bulk.add(
-                    "alloc",
-                    functools.partial(
-                        _allocations,
-                        path,
-                        body.filter(pa.array(is_alloc)),
-                        at_line + 1 + np.flatnonzero(is_alloc),
-                        attributes,
-                    ),
-                )
-                bulk.add(
-                    "value",
-                    functools.partial(
-                        _value_lines,
-                        body.filter(pa.array(is_value)),
-                        at_line + 1 + np.flatnonzero(is_value),
-                    ),
-                )
-                is_head = pc.equal(body, g.CROSS_HEAD).to_numpy(zero_copy_only=False)
-                is_cross = pc.starts_with(body, "  value: ").to_numpy(zero_copy_only=False)
-                if is_head.any() or is_cross.any():
-                    pieces["cross_head"].append(at_line + 1 + np.flatnonzero(is_head))
-                    found = extract(body.filter(pa.array(is_cross)), _CROSS)
-                    pieces["cross"].append(
-                        (
-                            ints(found.field("id")).to_numpy(),
-                            at_line + 1 + np.flatnonzero(is_cross),
-                        )
-                    )
-                is_bulk = is_value | is_alloc | is_head | is_cross
-                structural.append(start + np.flatnonzero(~is_bulk))
+                other = _allocation_section(path, body, at_line, bulk, pieces, attributes)
+                structural.append(start + other)
             elif section == "seq":
                 bulk.add("seq", functools.partial(_sequence_lines, body, at_line))
             elif section == "blr":
@@ -346,16 +309,39 @@ def _check_order(kinds: list[str], seen: list[str]) -> None:
         seen.append(kind)
 
 
+def _allocation_section(
+    path: str,
+    body: pa.LargeStringArray,
+    at_line: int,
+    bulk: _Bulk,
+    pieces: dict[str, list],
+    attributes: dict[str, tuple[int, tuple]],
+) -> np.ndarray:
+    """A piece of the allocations section, read by the compiled kernel in one pass; the
+    indexes in `body` of its other lines, which the line reader reads. `at_line` is the
+    0-based file line index of body[0]."""
+    read = native.allocations(body)
+    lineno = at_line + 1 + np.arange(len(body), dtype=np.int64)
+    kinds = read.kinds
+    alloc_lines = lineno[kinds == native.ALLOCATION]
+    bulk.add("alloc", functools.partial(_allocations, path, read.allocs, alloc_lines, attributes))
+    bulk.add("value", functools.partial(_value_lines, read.values, lineno[kinds == native.VALUE]))
+    is_head, is_cross = kinds == native.CROSS_HEAD, kinds == native.CROSS
+    if is_head.any() or is_cross.any():
+        pieces["cross_head"].append(lineno[is_head])
+        pieces["cross"].append((read.cross["id"].to_numpy(), lineno[is_cross]))
+    return np.flatnonzero(kinds == native.OTHER)
+
+
 def _allocations(
     path: str,
-    lines: pa.Array,
+    found: pa.Table,
     lineno: np.ndarray,
     attributes: dict[str, tuple[int, tuple]],
 ) -> pa.Table:
-    """The `allocation N: size S, ...:` headers; each distinct attribute list is parsed once
-    (`attributes` keeps them from piece to piece)."""
-    found = extract(lines, _ALLOC)
-    rests = pc.dictionary_encode(pc.cast(found.field("rest"), pa.string()))
+    """The `allocation N: size S, ...:` headers (native.allocations' columns); each distinct
+    attribute list is parsed once (`attributes` keeps them from piece to piece)."""
+    rests = pc.dictionary_encode(found["rest"].combine_chunks())
     first = first_occurrences(rests.indices.to_numpy())
     parsed = []
     for row, rest in zip(first, rests.dictionary.to_pylist()):
@@ -372,13 +358,13 @@ def _allocations(
         f.name: pc.take(pa.array(per_rest[i], f.type), rests.indices)
         for i, f in enumerate(model.ALLOCS)
     }
-    address = found.field("address")
+    address = found["address"]
     columns.update(
-        index=ints(found.field("index")),
-        size=ints(found.field("size")),
+        index=found["index"],
+        size=found["size"],
         color=pc.take(pa.array(colors, pa.int64()), rests.indices),
         line=pa.array(lineno, pa.int64()),
-        address=pc.cast(pc.if_else(pc.equal(address, ""), None, address), pa.string()),
+        address=pc.if_else(pc.equal(address, ""), None, address),
     )
     return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
 
@@ -387,19 +373,19 @@ def _allocations(
 _VALUE_LINES = pa.schema([f for f in model.VALUES if f.name != "allocation"])
 
 
-def _value_lines(lines: pa.Array, lineno: np.ndarray) -> pa.Table:
-    """The ` value:` lines of a piece; `lineno` holds their 1-based line numbers."""
-    found = extract(lines, _VALUE)
+def _value_lines(found: pa.Table, lineno: np.ndarray) -> pa.Table:
+    """The ` value:` lines of a piece (native.allocations' columns); `lineno` holds their
+    1-based line numbers."""
     return pa.Table.from_arrays(
         [
-            ints(found.field("id")),
-            pc.cast(found.field("name"), pa.string()),
-            pc.cast(index_or_empty(found.field("idx")), pa.string()),
-            pc.not_equal(found.field("phi"), ""),
-            optional_int(found.field("color")),
-            ints(found.field("offset")),
-            ints(found.field("size")),
-            pc.cast(found.field("shape"), pa.string()),
+            found["id"],
+            found["name"],
+            index_or_empty(found["idx"]),
+            found["phi"],
+            found["color"],
+            found["offset"],
+            found["size"],
+            found["shape"],
             pa.array(lineno, pa.int64()),
         ],
         schema=_VALUE_LINES,

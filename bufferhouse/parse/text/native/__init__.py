@@ -14,22 +14,30 @@ without them `MISSING` says why, and parse reads every dump with the line reader
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 try:
-    from bufferhouse.parse.text.native import _blocks, _lines
+    from bufferhouse.parse.text.native import _allocations, _blocks, _lines
 except ImportError as exc:  # not built: no compiler at install time
-    _lines = _blocks = None
+    _allocations = _blocks = _lines = None
     MISSING: str | None = f"the compiled column reader is not built ({exc})"
 else:
     MISSING = None
 
 __all__ = [
+    "ALLOCATION",
+    "CROSS",
+    "CROSS_HEAD",
     "MISSING",
+    "OTHER",
+    "VALUE",
+    "Allocations",
     "Irregular",
     "UsedLines",
+    "allocations",
     "glued",
     "live_ranges",
     "peak",
@@ -172,3 +180,65 @@ def glued(lines: pa.LargeStringArray, from_text: str) -> tuple[np.ndarray, np.nd
     buffer of `lines` each such header starts."""
     rows, splits = _run(lambda offsets, chars: _blocks.glued(offsets, chars, from_text), lines)
     return np.frombuffer(rows, np.int64), np.frombuffer(splits, np.int64)
+
+
+#: The kinds of a BufferAssignment section's lines, as allocations() numbers them: an
+#: allocation header, a ` value:` line, grammar.CROSS_HEAD, a cross-color `  value:`
+#: line, and every other line (the line reader's).
+OTHER, ALLOCATION, VALUE, CROSS_HEAD, CROSS = range(5)
+
+
+class Allocations(NamedTuple):
+    """A BufferAssignment section's lines, read in one pass."""
+
+    kinds: np.ndarray  # uint8, one per line
+    allocs: pa.Table  # grammar.ALLOCATION: index, address ("" if none), size, rest
+    values: pa.Table  # grammar.VALUE: id, name, idx ("" if none), phi, color (null if
+    # none), size, offset, shape
+    cross: pa.Table  # grammar.CROSS: id, name, idx, phi, color ("" if none), other; the
+    # line reader reads only the id as a number, so the colors are the digits printed
+
+
+def _flags(column: bytes) -> np.ndarray:
+    return np.frombuffer(column, np.uint8).astype(bool)
+
+
+def allocations(lines: pa.LargeStringArray) -> Allocations:
+    """Every line of a BufferAssignment section body classified, and each allocation
+    header, ` value:` and cross-color `  value:` line read by its pattern (Irregular at
+    the first that it does not fullmatch, or whose numbers pass int64)."""
+    (kinds,), alloc, value, cross = _run(_allocations.allocations, lines)
+    index, size, address_o, address_c, rest_o, rest_c = alloc
+    id_, color, size_v, offset, phi, colored, name_o, name_c, idx_o, idx_c, shape_o, shape_c = value
+    allocs = pa.table(
+        {
+            "index": _numbers(index),
+            "address": _strings(address_o, address_c),
+            "size": _numbers(size),
+            "rest": _strings(rest_o, rest_c),
+        }
+    )
+    values = pa.table(
+        {
+            "id": _numbers(id_),
+            "name": _strings(name_o, name_c),
+            "idx": _strings(idx_o, idx_c),
+            "phi": pa.array(_flags(phi)),
+            "color": pa.array(np.frombuffer(color, np.int64), mask=~_flags(colored)),
+            "size": _numbers(size_v),
+            "offset": _numbers(offset),
+            "shape": _strings(shape_o, shape_c),
+        }
+    )
+    c_id, c_phi, c_name_o, c_name_c, c_idx_o, c_idx_c, color_o, color_c, other_o, other_c = cross
+    crosses = pa.table(
+        {
+            "id": _numbers(c_id),
+            "name": _strings(c_name_o, c_name_c),
+            "idx": _strings(c_idx_o, c_idx_c),
+            "phi": pa.array(_flags(c_phi)),
+            "color": _strings(color_o, color_c),
+            "other": _strings(other_o, other_c),
+        }
+    )
+    return Allocations(np.frombuffer(kinds, np.uint8), allocs, values, crosses)
