@@ -19,4 +19,4 @@ def _extension(name: str) -> Extension:
     )
 
 
-setup(ext_modules=[_extension("_lines")])
+setup(ext_modules=[_extension("_lines"), _extension("_instructions")])

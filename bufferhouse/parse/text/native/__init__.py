@@ -19,9 +19,9 @@ import pyarrow as pa
 from bufferhouse.parse.text.blocks import Irregular
 
 try:
-    from bufferhouse.parse.text.native import _lines
+    from bufferhouse.parse.text.native import _instructions, _lines
 except ImportError as exc:  # not built: no compiler at install time
-    _lines = None
+    _instructions = _lines = None
     MISSING: str | None = f"the compiled column reader is not built ({exc})"
 else:
     MISSING = None
