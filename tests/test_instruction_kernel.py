@@ -78,7 +78,7 @@ ATTRIBUTES = st.one_of(
 SHAPES = mostly(
     st.sampled_from(["f32[]", "f32[8,128]{1,0:T(8,128)(2,1)E(4)S(1)}", "s32[2]{0:T(2,*)}",
                      "f32[<=4,?]{1,0}", "(f32[], /*index=1*/s32[2]{0})", "()"]),
-    st.sampled_from(["f32[" + "9" * 20 + "]", "f32[2]{0:X(1)}", "((f32[]), s32[])", "b(f32[])",
+    st.sampled_from(["f32[" + "9" * 20 + "]", "f32[2]{0:X(1)}", "((f32[]), s32[])", "(/*index=0*/f32[])", "b(f32[])",
                      "F32[]", "f32[2]{0}{1}", "f32[2]{0", "f32[2]sparse{1}"]),
 )  # fmt: skip
 ARGUMENTS = {
@@ -167,6 +167,7 @@ def test_what_the_kernel_leaves():
         "%a = f32[] add(%b), dimensions=" + "(" * 1_000_000,
         '%a = f32[] add(%b), metadata={op_name="' + "\\" * 999_999,
         "%a = f32[] add(%b), dimensions={0)",
+        "%a = (/*index=0*/f32[], s32[]) tuple(%b, %c)",
     ]
     assert check(left) == 0
     with pytest.raises(ParseError, match="stack_frame_id"):

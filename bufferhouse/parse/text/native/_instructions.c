@@ -242,14 +242,16 @@ static int take_array(Cur *c) {
     return TAKE(c, "}");
 }
 
-/* An array, or `(array, array, /\*index=5*\/array)`; the shape ends at a space. */
+/* An array, or `(array, array, /\*index=5*\/array)` (a marker only after a comma, as
+ * _Parser reads it); the shape ends at a space. */
 static int take_shape(Cur *c) {
     if (TAKE(c, "(")) {
         if (!TAKE(c, ")")) {
-            do {
+            if (!take_array(c)) return 0;
+            while (TAKE(c, ", ")) {
                 take_marker(c);
                 if (!take_array(c)) return 0;
-            } while (TAKE(c, ", "));
+            }
             if (!TAKE(c, ")")) return 0;
         }
     } else if (!take_array(c)) {
