@@ -30,6 +30,8 @@ from tests.test_hlo_common_form import (
 )
 
 pytestmark = pytest.mark.slow  # every generated and damaged instruction text, both parsers
+#: Tests of what the compiled kernel reads (without it, read_fast reads nothing).
+needs_kernel = pytest.mark.skipif(native.MISSING is not None, reason="not built")
 
 
 def expected(text: str) -> dict | None:
@@ -56,6 +58,7 @@ def check(texts: list[str]) -> int:
     return len(rows)
 
 
+@needs_kernel
 def test_data_texts_read_as_columns_equal_parse_instruction():
     fast = check(DATA_TEXTS)
     # 9176 of 9190 (the RE2 reader it replaced: 9148); the rest: junk after the text.
@@ -72,6 +75,7 @@ def synth_texts(tmp_path_factory) -> list[str]:
     )
 
 
+@needs_kernel
 def test_synth_module_texts_read_as_columns_equal_parse_instruction(synth_texts):
     assert check(synth_texts) == len(synth_texts)  # every one, as the RE2 reader did
 
@@ -132,6 +136,7 @@ def test_corner_cases():
     check([t.replace("%", "") for t in texts])
 
 
+@needs_kernel
 def test_the_usual_forms_are_read_as_columns():
     """What XLA prints most, read by the column reader (not only left to the slow path)."""
     texts = [
@@ -176,6 +181,7 @@ def test_parse_batch_rows_and_warnings_in_text_order():
         ]
 
 
+@needs_kernel
 def test_without_the_compiled_reader_every_text_is_parse_instructions(monkeypatch):
     texts = [DATA_TEXTS[0], "not an instruction", DATA_TEXTS[1]]
     assert len(instructions.read_fast(pa.array(texts))[1]) == 2
@@ -195,6 +201,7 @@ def test_parse_batch_numbers_too_large_raise_at_their_line():
     assert re.search("parameter_number", str(info.value))
 
 
+@needs_kernel
 def test_the_other_rows_are_left_to_the_slow_path():
     """read_fast reads the common form; other_rows is the rest, which parse_batch reads
     with parse_instruction (null, with a warning, where that fails too)."""
