@@ -77,9 +77,11 @@ ATTRIBUTES = st.one_of(
 )
 SHAPES = mostly(
     st.sampled_from(["f32[]", "f32[8,128]{1,0:T(8,128)(2,1)E(4)S(1)}", "s32[2]{0:T(2,*)}",
-                     "f32[<=4,?]{1,0}", "(f32[], /*index=1*/s32[2]{0})", "()"]),
-    st.sampled_from(["f32[" + "9" * 20 + "]", "f32[2]{0:X(1)}", "((f32[]), s32[])", "(/*index=0*/f32[])", "b(f32[])",
-                     "F32[]", "f32[2]{0}{1}", "f32[2]{0", "f32[2]sparse{1}"]),
+                     "f32[<=4,?]{1,0}", "(f32[], /*index=1*/s32[2]{0})", "()",
+                     "((f32[], s32[2]{0}), /*index=1*/())", "(((f32[])))"]),
+    st.sampled_from(["f32[" + "9" * 20 + "]", "f32[2]{0:X(1)}", "(/*index=0*/f32[])",
+                     "(" * 40 + "f32[]" + ")" * 40, "(f32[],s32[])", "b(f32[])", "F32[]",
+                     "f32[2]{0}{1}", "f32[2]{0", "f32[2]sparse{1}"]),
 )  # fmt: skip
 ARGUMENTS = {
     "parameter": NUMBERS,
@@ -89,7 +91,11 @@ ARGUMENTS = {
     ),
     "add": st.lists(
         mostly(
-            NAMES.map(lambda n: "%" + n), st.sampled_from(["/*index=5*/%b", "f32[] %c", "", "0"])
+            st.one_of(
+                NAMES.map(lambda n: "%" + n),
+                st.sampled_from(["f32[2]{0} %a", "(f32[], s32[]) %t", "/*index=5*/f32[] %b"]),
+            ),
+            st.sampled_from(["/*index=5*/%b", "f32[] %a %b", "f32[]%a", "f32[]  %a", "", "0"]),
         ),
         max_size=6,
     ).map(", ".join),
@@ -126,6 +132,8 @@ READ = [
     '%a = f32[<=4,?]{1,0} custom-call(%b), custom_call_target="x\\"y", kind=kOutput',
     "%a = f32[] parameter(2147483647)",
     "%a = f32[] fusion(%b), kind=kLoop\r",
+    "%w = ((f32[], s32[2]{0}), /*index=1*/()) while(%t), condition=%c, body=%b",
+    "%a = f32[2]{0} add(f32[2]{0} %b, (f32[], /*index=1*/s32[]) %c, /*index=2*/%d)",
     "%a = f32[] add(%b) \u2028",
     "%a = f32[] add(%b), metadata={source_line=" + "9" * 20 + ' op_type=x,y stack_frame_id="7"}',
     '%a = f32[] fusion(%b), kind=kLoop, metadata={kind="kOther" custom_call_target=t}',
@@ -168,6 +176,7 @@ def test_what_the_kernel_leaves():
         '%a = f32[] add(%b), metadata={op_name="' + "\\" * 999_999,
         "%a = f32[] add(%b), dimensions={0)",
         "%a = (/*index=0*/f32[], s32[]) tuple(%b, %c)",
+        "%a = " + "(" * 101 + "f32[]" + ")" * 101 + " tuple()",
     ]
     assert check(left) == 0
     with pytest.raises(ParseError, match="stack_frame_id"):

@@ -12,6 +12,7 @@
 #include "native.h"
 
 #define MAX_DEPTH 128
+#define MAX_SHAPE_DEPTH 32 /* shapes._MAX_DEPTH is 100 */
 
 /* -- output columns ------------------------------------------------------------------ */
 
@@ -242,22 +243,24 @@ static int take_array(Cur *c) {
     return TAKE(c, "}");
 }
 
-/* An array, or `(array, array, /\*index=5*\/array)` (a marker only after a comma, as
- * _Parser reads it); the shape ends at a space. */
+/* A shape as parse_shape_at reads it: an array, or a tuple `(shape, /\*index=1*\/shape)`
+ * (_Parser: a marker only after a comma) nested at most MAX_SHAPE_DEPTH deep, walked
+ * without recursion: `depth` is the number of tuples open. */
 static int take_shape(Cur *c) {
-    if (TAKE(c, "(")) {
-        if (!TAKE(c, ")")) {
-            if (!take_array(c)) return 0;
-            while (TAKE(c, ", ")) {
-                take_marker(c);
-                if (!take_array(c)) return 0;
-            }
-            if (!TAKE(c, ")")) return 0;
+    int depth = 0;
+    for (;;) {
+        if (TAKE(c, "(")) { /* a tuple opens: its first element, or its end */
+            if (++depth > MAX_SHAPE_DEPTH) return 0;
+            if (!TAKE(c, ")")) continue;
+            depth--;
+        } else if (!take_array(c)) {
+            return 0;
         }
-    } else if (!take_array(c)) {
-        return 0;
+        while (depth && TAKE(c, ")")) depth--; /* after an element: tuples that close */
+        if (!depth) return 1;
+        if (!TAKE(c, ", ")) return 0;
+        take_marker(c);
     }
-    return c->p < c->end && *c->p == ' ';
 }
 
 /* -- text hlo._scan crosses ----------------------------------------------------------- */
@@ -419,11 +422,13 @@ static int take_parameter_number(Cur *c, int32_t *number) {
     return 1;
 }
 
-/* `%a, %b, /\*index=2*\/%c` (or nothing) as _operand_names reads it. */
+/* `%a, %b, /\*index=2*\/%c` (or nothing) as _operand_names reads it, each name after its
+ * shape too (`f32[2]{0} %a`, as older XLA prints them). */
 static int take_operands(Cur *c, StrList *operands) {
     if (c->p < c->end && *c->p == ')') return 1;
     do {
         take_marker(c);
+        if (c->p < c->end && *c->p != '%' && !(take_shape(c) && TAKE(c, " "))) return 0;
         const char *name = c->p + 1;
         if (!TAKE(c, "%") || !take_name(c)) return 0;
         str_put(&operands->items, name, (size_t)(c->p - name));
@@ -547,7 +552,8 @@ static int read_text(Cur *c, Out *out) {
     if (!TAKE(c, "%") || !take_name(c) || !TAKE(c, " = ")) return 0;
     const char *shape = c->p;
     if (!take_shape(c)) return 0;
-    const char *shape_end = c->p++;
+    const char *shape_end = c->p;
+    if (!TAKE(c, " ")) return 0;
     const char *opcode = c->p;
     if (at_end(c) || !is_lower(*opcode)) return 0;
     size_t opcode_n = take_while(c, opcode_char);
