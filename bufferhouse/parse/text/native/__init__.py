@@ -6,6 +6,7 @@ int64, strings as strings ("" where a group took no part, as RE2 gave). It reads
 only the lines the pattern matches, as Python's `re` reads them; at the first
 other line it raises Irregular, and the module goes to the line reader, which
 words every error. tests/test_native.py holds each kernel to its pattern.
+`_instructions` reads instruction texts instead, wrapped by text/instructions.py.
 
 The extensions are built by `pip install` where a C compiler exists (setup.py);
 without them `MISSING` says why, and parse reads every dump with the line reader.
