@@ -19,4 +19,8 @@ def _extension(name: str) -> Extension:
     )
 
 
-setup(ext_modules=[_extension(name) for name in ("_lines", "_allocations", "_blocks")])
+setup(
+    ext_modules=[
+        _extension(name) for name in ("_lines", "_allocations", "_blocks", "_instructions")
+    ]
+)

@@ -6,6 +6,7 @@ int64, strings as strings ("" where a group took no part, as RE2 gave). It reads
 only the lines the pattern matches, as Python's `re` reads them; at the first
 other line it raises Irregular, and the module goes to the line reader, which
 words every error. tests/test_native.py holds each kernel to its pattern.
+`_instructions` reads instruction texts instead, wrapped by text/instructions.py.
 
 The extensions are built by `pip install` where a C compiler exists (setup.py);
 without them `MISSING` says why, and parse reads every dump with the line reader.
@@ -20,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 try:
-    from bufferhouse.parse.text.native import _allocations, _blocks, _lines
+    from bufferhouse.parse.text.native import _allocations, _blocks, _instructions, _lines
 except ImportError as exc:  # not built: no compiler at install time
-    _allocations = _blocks = _lines = None
+    _allocations = _blocks = _instructions = _lines = None
     MISSING: str | None = f"the compiled column reader is not built ({exc})"
 else:
     MISSING = None
