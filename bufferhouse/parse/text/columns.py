@@ -243,7 +243,7 @@ def parse_batch(
     warning for each text not understood. Several threads may run it at once: it takes and
     returns Arrow and errors, nothing of the module.
 
-    Texts of the common form are read as columns (text.instructions, RE2 in C++); the
+    Texts of the common form are read as columns (text.instructions, compiled C); the
     rest one at a time by hlo.parse_instruction, which reads those the same way."""
     fast, fast_rows = text_columns.read_fast(texts)
     slow_rows = text_columns.other_rows(len(texts), fast_rows)
@@ -275,8 +275,8 @@ def parse_batch(
 def _parse_batches(
     batches: list[tuple[pa.Array, pa.Array]], used_path: str, threads: int = 0
 ) -> list[tuple[pa.Table, list[DumpError]]]:
-    """parse_batch of every batch, in order, on `threads` + 1 threads (the fast path is
-    Arrow's RE2, which releases the GIL). The results, warnings and the error raised
+    """parse_batch of every batch, in order, on `threads` + 1 threads (the fast path is a
+    compiled kernel, which releases the GIL). The results, warnings and the error raised
     (that of the first batch in order that fails) are those of parsing the batches one
     after another."""
     if threads < 1 or len(batches) < 2:
