@@ -158,3 +158,11 @@ def test_kernels_refuse_offsets_that_do_not_describe_lines():
             native._lines.sequence(pa.array(offsets, pa.int64()).buffers()[1], chars)
     with pytest.raises(ValueError):
         native._lines.sequence(b"\0\0\0", chars)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="BTUHl ab:\u00e9", max_size=6), max_size=20))
+def test_section_markers_are_the_lines_that_start_with_one(lines):
+    prefixes = (b"B", b"Tu", b"  ", "\u00e9".encode())
+    expected = [i for i, line in enumerate(lines) if line.encode().startswith(prefixes)]
+    assert native.starting_with(column(lines), prefixes).tolist() == expected

@@ -44,6 +44,7 @@ __all__ = [
     "peak",
     "sequence",
     "split_lines",
+    "starting_with",
     "used_blocks",
 ]
 
@@ -89,6 +90,11 @@ def _strings(offsets: bytes, chars: bytes) -> pa.StringArray:
     return pa.StringArray.from_buffers(
         len(offsets) // 4 - 1, pa.py_buffer(offsets), pa.py_buffer(chars)
     )
+
+
+def starting_with(lines: pa.LargeStringArray, prefixes: tuple[bytes, ...]) -> np.ndarray:
+    """The indexes of the lines that start with one of `prefixes` (at most 16)."""
+    return np.frombuffer(_lines.starting_with(*_buffers(lines), prefixes), np.int64)
 
 
 def sequence(lines: pa.LargeStringArray) -> pa.Table:

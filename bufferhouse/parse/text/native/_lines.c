@@ -76,6 +76,52 @@ static PyObject *split_lines(PyObject *self, PyObject *arg) {
     return Py_BuildValue("(NN)", offsets_bytes, chars);
 }
 
+/* -- starting_with ------------------------------------------------------------------ */
+
+#define MAX_PREFIXES 16
+
+/* The indexes of the lines that start with one of `prefixes` (a tuple of bytes):
+ * the section markers of a chunk, found by comparing line starts only. */
+static PyObject *starting_with(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *offsets, *chars, *prefixes;
+    if (!PyArg_ParseTuple(args, "OOO!", &offsets, &chars, &PyTuple_Type, &prefixes)) return NULL;
+    Py_ssize_t k = PyTuple_GET_SIZE(prefixes);
+    if (k > MAX_PREFIXES) {
+        PyErr_SetString(PyExc_ValueError, "too many prefixes");
+        return NULL;
+    }
+    const char *text[MAX_PREFIXES];
+    size_t length[MAX_PREFIXES];
+    for (Py_ssize_t j = 0; j < k; j++) {
+        PyObject *prefix = PyTuple_GET_ITEM(prefixes, j);
+        if (!PyBytes_Check(prefix) || PyBytes_GET_SIZE(prefix) == 0) {
+            PyErr_SetString(PyExc_TypeError, "prefixes must be non-empty bytes");
+            return NULL;
+        }
+        text[j] = PyBytes_AS_STRING(prefix);
+        length[j] = (size_t)PyBytes_GET_SIZE(prefix);
+    }
+    Lines lines;
+    if (!lines_get(offsets, chars, &lines)) return NULL;
+    Buf rows = {0};
+    Py_BEGIN_ALLOW_THREADS;
+    for (Py_ssize_t i = 0; i < lines.n; i++) {
+        Cur c = line_at(&lines, i);
+        for (Py_ssize_t j = 0; j < k; j++) {
+            if (c.p < c.end && *c.p == text[j][0] && take(&c, text[j], length[j])) {
+                buf_i64(&rows, (int64_t)i);
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    lines_release(&lines);
+    PyObject *result = buf_bytes(&rows);
+    buf_free(&rows);
+    return result;
+}
+
 /* -- kernels over a column of lines ------------------------------------------------ */
 
 /* The columns a kernel fills: up to 4 numbers, 2 strings, 1 flag column. */
@@ -238,6 +284,8 @@ static PyObject *peak(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"split_lines", split_lines, METH_O,
      "split_lines(text) -> (offsets, chars) of its newline-terminated lines, or None"},
+    {"starting_with", starting_with, METH_VARARGS,
+     "starting_with(offsets, chars, prefixes) -> int64 indexes of the lines with one"},
     {"sequence", sequence, METH_VARARGS,
      "sequence(offsets, chars) -> (bad, step, name offsets, name chars, rows)"},
     {"live_ranges", live_ranges, METH_VARARGS,
