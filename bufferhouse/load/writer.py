@@ -402,7 +402,9 @@ class ModuleWriter(ModuleBuffer):
                     ),
                 )
             insert_arrow(con, "modules", modules)
-            for name in list(batch.tables):
+            # Tables stored sorted go last: their sorted copy is made once the rest of the
+            # batch is let go.
+            for name in sorted(batch.tables, key=lambda n: bool(TABLES_BY_NAME[n].stored_order)):
                 # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
                 # copy are not held at once longer than one table at a time.
                 insert_arrow(con, name, batch.pop_table(name))
