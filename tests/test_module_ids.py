@@ -301,6 +301,26 @@ class _SlowSink(ModuleBuffer):
         return len(batch.modules)
 
 
+def test_the_warehouse_takes_only_full_batches_another_sink_an_eighth(tmp_path):
+    """An idle warehouse writer waits for a full batch: a smaller transaction goes through
+    DuckDB's write-ahead log and is compressed again at the checkpoint."""
+    from bufferhouse.parse import parse_files
+
+    parsed = parse_files(discover([str(CORPUS / "jax-0.6.2")])[0])
+    rows = sum(t.num_rows for t in parsed.tables.values())
+    con = duckdb.connect(str(tmp_path / "w.duckdb"))
+    ensure_schema(con, str(tmp_path / "w.duckdb"))
+    sinks = [ModuleWriter(con, 1, [], max_rows=2 * rows), ModuleBuffer(1, [], max_rows=2 * rows)]
+    for copy in ("a", "b"):
+        for sink in sinks:
+            row = dict(parsed.module_row, content_hash=parsed.module_row["content_hash"] + copy)
+            sink.add(row, dict(parsed.tables), [])
+        if copy == "a":
+            assert [s.worth_writing for s in sinks] == [False, True]
+    assert [s.worth_writing for s in sinks] == [True, True]
+    con.close()
+
+
 def test_the_next_batch_fills_while_the_last_is_written():
     groups = discover([str(CORPUS / "jax-0.6.2")])[:6]
     sink = _SlowSink(len(groups))
