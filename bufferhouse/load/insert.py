@@ -4,7 +4,6 @@ them (module, then its key columns), as a stream of record batches."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterator
 
 import duckdb
@@ -12,17 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bufferhouse.parse import memory
 from bufferhouse.schema import TABLES_BY_NAME, quote_identifier
 
-__all__ = ["COMBINE_BYTES", "INSERT_BATCH_ROWS", "insert_arrow", "stored_order"]
+__all__ = ["INSERT_BATCH_ROWS", "insert_arrow", "stored_order"]
 
 
-#: Rows per record batch streamed into DuckDB: a table to sort is copied this
-#: many rows at a time, not whole.
+#: Rows per record batch streamed into DuckDB.
 INSERT_BATCH_ROWS = 1 << 16
-
-#: A table to sort up to this size is joined into one chunk first (a copy).
-COMBINE_BYTES = 64 << 20
 
 
 def stored_order(table_name: str, data: pa.Table) -> np.ndarray | None:
@@ -36,42 +32,26 @@ def stored_order(table_name: str, data: pa.Table) -> np.ndarray | None:
 
 
 def _batches(data: pa.Table, order: np.ndarray | None, rows: int) -> Iterator[pa.RecordBatch]:
-    """`data` (in `order`) a slice at a time; the table is let go once the last is taken."""
-    if order is None:
-        yield from data.to_batches(rows)
-        return
-    if data.nbytes <= COMBINE_BYTES:
-        # A batch of small modules is a chunk per module: taking from each of
-        # hundreds of chunks, column by column, cost more than the copy.
-        data = data.combine_chunks()
-    starts = [_chunk_starts(column) for column in data.columns]
-    for at in range(0, data.num_rows, rows):
-        where = order[at : at + rows]
-        yield pa.RecordBatch.from_arrays(
-            [_gather(c, s, where) for c, s in zip(data.columns, starts)], schema=data.schema
-        )
+    """`data` (in `order`) a slice at a time; the table is let go once the last is taken.
 
-
-def _chunk_starts(column: pa.ChunkedArray) -> np.ndarray:
-    return np.cumsum([0] + [len(chunk) for chunk in column.chunks])
-
-
-def _gather(column: pa.ChunkedArray, starts: np.ndarray, rows: np.ndarray) -> pa.Array:
-    """column[rows], a chunk at a time: Arrow's take on a chunked column first joins
-    all its chunks into one copy (for the instruction texts, the largest column)."""
-    if column.num_chunks == 1:
-        return column.chunk(0).take(pa.array(rows))
-    which = np.searchsorted(starts, rows, side="right") - 1
-    by_chunk = np.argsort(which, kind="stable")
-    bounds = np.searchsorted(which[by_chunk], np.arange(column.num_chunks + 1))
-    parts = [
-        column.chunk(c).take(pa.array(rows[by_chunk[lo:hi]] - starts[c]))
-        for c, (lo, hi) in enumerate(itertools.pairwise(bounds))
-        if hi > lo
-    ]
-    back = np.empty_like(by_chunk)
-    back[by_chunk] = np.arange(len(by_chunk))
-    return pa.concat_arrays(parts).take(pa.array(back))
+    The generator holds the only reference to `data`. A table to sort is taken a column
+    at a time: a whole column at once cost a fifth of the CPU of gathering 64K rows at a
+    time chunk by chunk (the 208 MB module's instructions: 0.10 vs 0.55 s). Arrow joins
+    a chunked column before it takes, so a column's memory is briefly held three times;
+    each original is handed back to the OS once its sorted copy is made, and the table
+    is held about once, as when it was gathered slice by slice.
+    """
+    if order is not None:
+        indices = pa.array(order)
+        schema, columns = data.schema, data.columns[::-1]
+        del data, order
+        taken = []
+        while columns:
+            taken.append(columns.pop().take(indices))
+            memory.release()
+        data = pa.Table.from_arrays(taken, schema=schema)
+        del taken
+    yield from data.to_batches(rows)
 
 
 def insert_arrow(con: duckdb.DuckDBPyConnection, table_name: str, data: pa.Table) -> None:

@@ -189,10 +189,10 @@ def run_batches(
     reported once its batch is written. A full batch is written on a thread of
     its own while the next one fills (DuckDB and Parquet writes release the
     GIL), so parsing and writing overlap; with parser processes, an idle
-    writer takes a batch as soon as it is worth a transaction, not only when
-    full (on 2 cores, ten 21 MB modules were otherwise all written after the
-    last was parsed). Batches are written one at a time, in order, and at
-    most two are held.
+    writer takes a batch as soon as the sink finds it worth a transaction
+    (`worth_writing`: a Parquet sink at an eighth full, the warehouse only
+    full). Batches are written one at a time, in order, and at most two are
+    held.
     """
     handoff.remove_leftovers()
     known = writer.module_ids

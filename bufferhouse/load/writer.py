@@ -381,6 +381,18 @@ class ModuleWriter(ModuleBuffer):
         #: writes nothing (killed, disk full, nothing new) leaves no trace.
         self.run_row = run_row
 
+    @property
+    def worth_writing(self) -> bool:
+        """Only a full batch. DuckDB writes a transaction's rows of a table to the file,
+        compressed, as they are appended only once they fill a row group (122,880 rows);
+        a smaller transaction's rows go through the write-ahead log, stay in memory and
+        are compressed at the next checkpoint (at the latest when the ingest closes the
+        warehouse). Writing ten 21 MB modules a transaction each: 258 MB of log, a
+        2.0 CPU-s checkpoint at close, 5.3 CPU-s in all; in one, 3.9. Their ingest at
+        the default --jobs, an idle writer taking an eighth against a full batch:
+        14.9 -> 14.5 and 18.4 -> 16.2 CPU-s (busy host), peak RSS ~1,000 -> ~730 MiB."""
+        return self.full
+
     def write(self, batch: Batch) -> int:
         if batch.empty:
             return 0
@@ -402,7 +414,9 @@ class ModuleWriter(ModuleBuffer):
                     ),
                 )
             insert_arrow(con, "modules", modules)
-            for name in list(batch.tables):
+            # Tables stored sorted go last: their sorted copy is made once the rest of the
+            # batch is let go.
+            for name in sorted(batch.tables, key=lambda n: bool(TABLES_BY_NAME[n].stored_order)):
                 # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
                 # copy are not held at once longer than one table at a time.
                 insert_arrow(con, name, batch.pop_table(name))
