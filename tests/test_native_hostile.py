@@ -280,6 +280,45 @@ def _huge(prefix: bytes, filler: bytes, suffix: bytes = b"") -> pa.LargeStringAr
     return pa.LargeStringArray.from_buffers(1, pa.py_buffer(offsets), pa.py_buffer(text))
 
 
+def _longest_string(got: object) -> int:
+    """The longest string in a kernel's result (its table: the first item of a tuple)."""
+    table = got[0] if isinstance(got, tuple) else got
+    lengths = [
+        pa.compute.max(pa.compute.utf8_length(c)).as_py() or 0
+        for c in table.columns
+        if pa.types.is_string(c.type)
+    ]
+    return max(lengths, default=0)
+
+
+INT64_MAX = str(2**63 - 1).encode()
+
+
+def test_numbers_up_to_int64_are_read_and_past_it_refused(kernel):
+    """Each number of the lines read, made 2**63 - 1 (still read), 2**63 and 100,000
+    digits long: refused, or read as part of a string (a name)."""
+    read, runs = kernel
+    for run in random.Random(28).sample(runs, min(len(runs), 40)):
+        for i, line in enumerate(run[:3]):
+            for number in re.finditer(rb"[0-9]+", line):
+                for digits in (INT64_MAX, str(2**63).encode(), b"9" * 100_000):
+                    grown = line[: number.start()] + digits + line[number.end() :]
+                    got = _apply(read, _column([*run[:i], grown, *run[i + 1 :]]))
+                    if digits == INT64_MAX:
+                        assert got is not None, grown
+                    elif got is not None:
+                        assert _longest_string(got) >= len(digits), grown
+
+
+def _huge(prefix: bytes, filler: bytes, suffix: bytes = b"") -> pa.LargeStringArray:
+    """A column of one 1 GiB line: `prefix`, the byte `filler` repeated, `suffix`."""
+    text = np.full(GiB, filler[0], np.uint8)
+    text[: len(prefix)] = np.frombuffer(prefix, np.uint8)
+    text[GiB - len(suffix) :] = np.frombuffer(suffix, np.uint8)
+    offsets = np.array([0, GiB], np.int64)
+    return pa.LargeStringArray.from_buffers(1, pa.py_buffer(offsets), pa.py_buffer(text))
+
+
 @pytest.mark.slow
 def test_kernels_on_1_gb_lines(kernel):
     """A 1 GB line of garbage; a line the kernel reads with 1 GB of garbage after it;
@@ -290,14 +329,7 @@ def test_kernels_on_1_gb_lines(kernel):
     _apply(read, _huge(line + "\u3000".encode(), b"x"))  # U+3000 is a space to \s
     last = [m.end() for m in re.finditer(rb"[0-9]+", line)][-1]
     got = _apply(read, _huge(line[:last], b"9", line[last:]))
-    if got is not None:  # then a string column holds the digits
-        table = got[0] if isinstance(got, tuple) else got
-        longest = max(
-            pa.compute.max(pa.compute.utf8_length(c)).as_py() or 0
-            for c in table.columns
-            if pa.types.is_string(c.type)
-        )
-        assert longest > GiB // 2, table.schema
+    assert got is None or _longest_string(got) > GiB // 2
 
 
 #: Ingest a tree; every outcome, and each module table's rows per module content hash.
