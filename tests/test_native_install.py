@@ -214,6 +214,37 @@ def test_without_a_compiler_the_install_succeeds_without_the_reader(installs, co
 
 
 @pytest.mark.slow
+def test_an_editable_install_without_a_compiler_works(installs, tmp_path):
+    """`pip install -e .`, as the README's test command runs it, in a venv of its own
+    that sees this one's packages (not its bufferhouse)."""
+    installs("absent")  # the build backend is there
+    tools = conftest.pip_target(_build_requires(), "build-backend")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (Path(site) / "deps.pth").write_text("\n".join(sorted(set(sys.path[1:]) - {str(ROOT)})))
+    src = _source(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(tools), **COMPILERS["absent"]}
+    cmd = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q"]
+    cmd += ["--no-build-isolation", "--no-deps", "-e", str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [python, "-c", PROBE, *EXTENSIONS], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    probe = json.loads(proc.stdout.splitlines()[-1])
+    assert probe["file"].startswith(str(src)) and probe["missing"] and not probe["built"]
+
+
+@pytest.mark.slow
 def test_with_a_compiler_every_extension_is_built(installs, tmp_path):
     target = installs("present")
     probe = _probe(target, tmp_path)

@@ -5,7 +5,7 @@ kernels run there in a subprocess with the sanitizer runtimes preloaded (CPython
 itself is not instrumented): the native kernel tests (tests/test_native*.py, less
 this file and the install test), the fuzz suite (its `sanitizers` profile) and the
 mutant tests of tests/test_parse_paths.py, less two slow ones that test other things
-(LEFT_OUT). They must pass with no sanitizer report; about 2.5 minutes here.
+(LEFT_OUT). They must pass with no sanitizer report: 3-4 minutes on 2 busy cores.
 
 Without gcc or its runtimes this skips with the reason; CI sets
 conftest.NEED_SANITIZERS, so there it fails instead.
