@@ -51,6 +51,9 @@ def pip_target(spec: str | list[str], name: str, no_deps: bool = False) -> Path:
 
 #: Set (CI sets it) to fail, not skip, a test whose release the package index cannot give.
 NEED_INDEX = "BUFFERHOUSE_TEST_NEED_INDEX"
+#: Set (CI sets it) to fail, not skip, tests/test_native_sanitizers.py where gcc or its
+#: AddressSanitizer and UndefinedBehaviorSanitizer runtimes are missing.
+NEED_SANITIZERS = "BUFFERHOUSE_TEST_NEED_SANITIZERS"
 #: What pip says when the index cannot give a release: not reachable (no network, a
 #: mirror down) or reachable without it. Anything else (a build or install error) fails.
 _NOT_OFFERED = (

@@ -4,8 +4,9 @@ invariants hold or fail with our DumpError naming a real line of a real file.
 Never another exception, never "internal error", never a partly loaded module.
 
 Profiles (environment variable BUFFERHOUSE_FUZZ): `ci` (default, 2,000
-examples, derandomized so CI is repeatable) and `long` (50,000 examples, a new
-random seed each run):
+examples, derandomized so CI is repeatable), `sanitizers` (200 of them, for the
+run under ASan and UBSan: tests/test_native_sanitizers.py) and `long` (50,000
+examples, a new random seed each run):
 
     BUFFERHOUSE_FUZZ=long python -m pytest tests/test_fuzz.py -q
 """
@@ -43,6 +44,7 @@ _COMMON = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
 }
 settings.register_profile("ci", max_examples=2_000, derandomize=True, **_COMMON)
+settings.register_profile("sanitizers", max_examples=200, derandomize=True, **_COMMON)
 settings.register_profile("long", max_examples=50_000, **_COMMON)
 PROFILE = os.environ.get("BUFFERHOUSE_FUZZ", "ci")
 #: Full ingests into a warehouse are slower: an eightieth of the parse examples.

@@ -16,13 +16,20 @@ from bufferhouse.cli.ingest import ingest_command
 from bufferhouse.cli.options import show_notices
 from bufferhouse.cli.plot import plot, report_command
 from bufferhouse.cli.query import queries_group, query_command, sql_command
+from bufferhouse.parse.text import native
 from bufferhouse.version import __version__
 
 __all__ = ["main"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="bufferhouse")
+@click.version_option(
+    __version__,
+    prog_name="bufferhouse",
+    # Whether ingest reads dumps with the compiled reader (docs/native.md).
+    message="%(prog)s, version %(version)s\ncompiled reader: "
+    + ("yes" if native.MISSING is None else "no: " + native.MISSING.replace("%", "%%")),
+)
 def main() -> None:
     """An SQL warehouse for XLA memory data.
 

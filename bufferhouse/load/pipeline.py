@@ -9,6 +9,7 @@ batch.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import time
@@ -33,6 +34,7 @@ from bufferhouse.parse.discover import (
     discover_logs,
     discover_profiles,
 )
+from bufferhouse.parse.text import native
 from bufferhouse.schema.warehouse import (
     database_path,
     discard_new_warehouse,
@@ -42,6 +44,8 @@ from bufferhouse.schema.warehouse import (
 from bufferhouse.version import __version__
 
 Progress = Callable[[ModuleOutcome, int, int], None]
+
+log = logging.getLogger("bufferhouse.ingest")
 
 #: How large the warehouse's write-ahead log may grow during an ingest before
 #: DuckDB folds it into the file (a checkpoint); DuckDB's default is 16 MiB.
@@ -90,7 +94,9 @@ def ingest_into(
     progress: Progress | None = None,
 ) -> IngestReport:
     """The end every ingest shares, whatever the sink: run the batches, time the run."""
-    report = IngestReport(target, sink.run_id)
+    report = IngestReport(
+        target, sink.run_id, compiled_reader_missing=without_compiled_reader(groups)
+    )
     run_batches(
         groups, sink, report, jobs=jobs, max_bytes=max_bytes, strict=strict, progress=progress
     )
@@ -169,6 +175,24 @@ def ingest_paths(
         # and no warehouse left behind for it, as when nothing is found at all.
         discard_new_warehouse(path)
     return report
+
+
+def without_compiled_reader(groups: Iterable[object]) -> str | None:
+    """native.MISSING if the run has text dumps to read, after saying once what that
+    costs: a warning, so that it reaches stderr from the CLI and, unless logging is set
+    up otherwise, from the API too."""
+    missing = native.MISSING
+    if missing is None or not any(
+        isinstance(g, ModuleFiles) and g.buffer_assignment for g in groups
+    ):
+        return None
+    log.warning(
+        "%s, so text dumps are read by the line reader: several times slower on large "
+        "dumps. To build it, install bufferhouse again where a C compiler is present "
+        "(docs/native.md).",
+        missing,
+    )
+    return missing
 
 
 def run_batches(

@@ -38,6 +38,9 @@ class IngestReport:
     logs_skipped: int = 0
     skipped_bytes: int = 0
     events_skipped: int = 0  # events already held, of logs that added none
+    #: Why this run read its text dumps without the compiled reader (native.MISSING),
+    #: None when it had it or read none: the run then said so once, as a notice.
+    compiled_reader_missing: str | None = None
 
     def _with(self, status: str) -> list[ModuleOutcome]:
         return [o for o in self.outcomes if o.status == status]

@@ -93,20 +93,23 @@ def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
     """
     first = 0
     rest = b""
+    pending: list[bytes] = []  # pieces of a line longer than a chunk, joined once
     with open_dump(path) as f:
         while True:
             chunk = f.read(_CHUNK)
             if not chunk:
                 break
-            chunk = rest + chunk
-            cut = chunk.rfind(b"\n") + 1
-            if cut == 0:
-                rest = chunk  # no whole line yet
+            if b"\n" not in chunk:
+                pending.append(chunk)  # no whole line yet (rest + chunk was quadratic)
                 continue
+            chunk = b"".join([rest, *pending, chunk])
+            pending = []
+            cut = chunk.rfind(b"\n") + 1
             rest = chunk[cut:]
             lines = _lines(chunk[:cut])
             yield first, lines
             first += len(lines)
+    rest = b"".join([rest, *pending])
     if rest:
         yield first, _lines(rest + b"\n")  # a last line without its newline
     elif first == 0:
