@@ -98,7 +98,10 @@ def read_fast(texts: pa.Array | pa.ChunkedArray) -> tuple[pa.Table, np.ndarray]:
         texts = texts.combine_chunks()
     if native.MISSING or not len(texts):
         return PARSED.empty_table(), np.empty(0, np.int64)
-    rows, *buffers = native._instructions.instructions(*_input(texts))
+    try:
+        rows, *buffers = native._instructions.instructions(*_input(texts))
+    except OverflowError:  # texts past 2 GiB in all: parse_instruction reads them
+        return PARSED.empty_table(), np.empty(0, np.int64)
     rows = np.frombuffer(rows, np.int64)
     table = pa.Table.from_pydict(_columns(buffers), schema=PARSED)
     if texts.null_count:  # a null's offsets may span text: never read

@@ -76,7 +76,10 @@ def _run(kernel, lines: pa.LargeStringArray) -> tuple:
     """The kernel's columns over `lines`; Irregular at the first line it does not read."""
     if lines.null_count:
         raise Irregular("null line")
-    bad, *columns = kernel(*_buffers(lines))
+    try:
+        bad, *columns = kernel(*_buffers(lines))
+    except OverflowError:  # a string column past what Arrow's int32 offsets address
+        raise Irregular("a string column past 2 GiB") from None
     if bad >= 0:
         raise Irregular(f"line {bad} of the piece")
     return tuple(columns)

@@ -23,11 +23,12 @@
 
 /* -- growable buffers ---------------------------------------------------------------- */
 
-/* A column under construction; `failed` is set once an allocation fails. */
+/* A column under construction; `failed` is set once an allocation fails, or (with
+ * `too_long`) once a string column passes what int32 offsets address. */
 typedef struct {
     char *data;
     size_t len, cap;
-    int failed;
+    int failed, too_long;
 } Buf;
 
 static inline int buf_reserve(Buf *b, size_t more) {
@@ -67,6 +68,10 @@ static inline void buf_free(Buf *b) {
 
 /* The buffer as `bytes` (a copy), or NULL with a Python error set. Needs the GIL. */
 static inline PyObject *buf_bytes(const Buf *b) {
+    if (b->too_long) {
+        PyErr_SetString(PyExc_OverflowError, "a string column past 2 GiB");
+        return NULL;
+    }
     if (b->failed) return PyErr_NoMemory();
     return PyBytes_FromStringAndSize(b->len ? b->data : "", (Py_ssize_t)b->len);
 }
@@ -83,9 +88,11 @@ static inline void str_init(StrCol *c) {
 }
 
 static inline void str_put(StrCol *c, const char *p, size_t n) {
-    buf_put(&c->chars, p, n);
-    if (c->chars.len > INT32_MAX) c->chars.failed = 1; /* kernels.py refuses the column */
-    int32_t end = (int32_t)(c->chars.failed ? 0 : c->chars.len);
+    /* Past what int32 offsets address, the column stops growing and buf_bytes raises
+     * OverflowError for it (the wrappers read that as Irregular). */
+    if (!c->chars.too_long && n > (size_t)INT32_MAX - c->chars.len) c->chars.too_long = 1;
+    if (!c->chars.too_long) buf_put(&c->chars, p, n);
+    int32_t end = (int32_t)(c->chars.too_long || c->chars.failed ? 0 : c->chars.len);
     buf_put(&c->offsets, &end, sizeof end);
 }
 
