@@ -8,8 +8,9 @@ Text dumps have one grammar (`text.grammar`) and one set of invariants
 (`text.rules`), executed by two readers: the line reader (`text.scan`), the
 reference, which reads every era and words every grammar error, and, for
 dumps of the common layouts above VECTOR_MIN_BYTES, the column reader
-(`text.vector`) that reads the bulky sections as whole Arrow columns and
-hands anything unusual to the line reader.
+(`text.vector`) that reads the bulky sections as whole Arrow columns with the
+compiled kernels of `text.native` and hands anything unusual to the line reader
+(which reads everything where the kernels are not built).
 """
 
 from __future__ import annotations
