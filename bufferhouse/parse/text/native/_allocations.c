@@ -200,22 +200,6 @@ static Py_ssize_t run(const Lines *lines, Out *out) {
 
 /* -- to Python --------------------------------------------------------------------- */
 
-/* A tuple of `bytes`, one per buffer; NULL with a Python error (MemoryError if one
- * failed to grow). */
-static PyObject *bytes_tuple(Buf *const *bufs, Py_ssize_t n) {
-    PyObject *tuple = PyTuple_New(n);
-    if (!tuple) return NULL;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *b = buf_bytes(bufs[k]);
-        if (!b) {
-            Py_DECREF(tuple);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(tuple, k, b);
-    }
-    return tuple;
-}
-
 #define STR(k) &out->strs[k].offsets, &out->strs[k].chars
 
 static PyObject *out_tuple(Py_ssize_t bad, Out *out) {

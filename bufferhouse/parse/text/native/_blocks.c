@@ -230,23 +230,6 @@ static int blocks_bufs(Blocks *b, Buf **bufs) {
 
 #define MAX_BUFS 24
 
-/* (bad, buffers...) as bytes, or NULL with a Python error. */
-static PyObject *result_tuple(Py_ssize_t bad, Buf **bufs, int n) {
-    for (int k = 0; k < n; k++)
-        if (bufs[k]->failed) return PyErr_NoMemory();
-    PyObject *result = PyTuple_New(1 + n);
-    if (!result) return NULL;
-    PyTuple_SET_ITEM(result, 0, PyLong_FromSsize_t(bad));
-    for (int k = 0; k < n; k++) PyTuple_SET_ITEM(result, 1 + k, buf_bytes(bufs[k]));
-    for (int k = 0; k <= n; k++) {
-        if (!PyTuple_GET_ITEM(result, k)) {
-            Py_DECREF(result);
-            return NULL;
-        }
-    }
-    return result;
-}
-
 static PyObject *used_blocks(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *offsets, *chars, *table;

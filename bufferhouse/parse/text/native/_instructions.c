@@ -73,13 +73,6 @@ static void out_init(Out *o) {
     buf_put(&o->called.offsets, &zero, sizeof zero);
 }
 
-static int out_failed(Out *o) {
-    Buf *all[OUT_BUFS];
-    int n = out_bufs(o, all), failed = 0;
-    for (int k = 0; k < n; k++) failed |= all[k]->failed;
-    return failed;
-}
-
 static void out_free(Out *o) {
     Buf *all[OUT_BUFS];
     int n = out_bufs(o, all);
@@ -610,31 +603,20 @@ static PyObject *instructions(PyObject *self, PyObject *args) {
     read_all(&lines, &out);
     Py_END_ALLOW_THREADS;
     lines_release(&lines);
-    PyObject *result = NULL;
-    if (out_failed(&out)) {
-        PyErr_NoMemory();
-    } else {
-        Buf *bufs[] = {
-            &out.rows, &out.opcode.offsets, &out.opcode.chars, &out.shape.offsets,
-            &out.shape.chars, &out.operands.offsets, &out.operands.items.offsets,
-            &out.operands.items.chars, &out.parameter_number.value, &out.parameter_number.valid,
-            &out.fusion_kind.text.offsets, &out.fusion_kind.text.chars, &out.fusion_kind.valid,
-            &out.called.offsets, &out.called.items.offsets, &out.called.items.chars,
-            &out.custom_call_target.text.offsets, &out.custom_call_target.text.chars,
-            &out.custom_call_target.valid, &out.op_name.text.offsets, &out.op_name.text.chars,
-            &out.op_name.valid, &out.op_type.text.offsets, &out.op_type.text.chars,
-            &out.op_type.valid, &out.source_file.text.offsets, &out.source_file.text.chars,
-            &out.source_file.valid, &out.source_line.value, &out.source_line.valid,
-            &out.stack_frame_id.value, &out.stack_frame_id.valid,
-        };
-        Py_ssize_t n = (Py_ssize_t)(sizeof bufs / sizeof *bufs);
-        result = PyTuple_New(n);
-        for (Py_ssize_t k = 0; result && k < n; k++) {
-            PyObject *item = buf_bytes(bufs[k]);
-            if (!item) Py_CLEAR(result);
-            else PyTuple_SET_ITEM(result, k, item);
-        }
-    }
+    Buf *const bufs[] = {
+        &out.rows, &out.opcode.offsets, &out.opcode.chars, &out.shape.offsets,
+        &out.shape.chars, &out.operands.offsets, &out.operands.items.offsets,
+        &out.operands.items.chars, &out.parameter_number.value, &out.parameter_number.valid,
+        &out.fusion_kind.text.offsets, &out.fusion_kind.text.chars, &out.fusion_kind.valid,
+        &out.called.offsets, &out.called.items.offsets, &out.called.items.chars,
+        &out.custom_call_target.text.offsets, &out.custom_call_target.text.chars,
+        &out.custom_call_target.valid, &out.op_name.text.offsets, &out.op_name.text.chars,
+        &out.op_name.valid, &out.op_type.text.offsets, &out.op_type.text.chars,
+        &out.op_type.valid, &out.source_file.text.offsets, &out.source_file.text.chars,
+        &out.source_file.valid, &out.source_line.value, &out.source_line.valid,
+        &out.stack_frame_id.value, &out.stack_frame_id.valid,
+    };
+    PyObject *result = bytes_tuple(bufs, (Py_ssize_t)(sizeof bufs / sizeof *bufs));
     out_free(&out);
     return result;
 }

@@ -148,13 +148,6 @@ static void out_free(Out *out) {
     buf_free(&out->rows);
 }
 
-static int out_failed(const Out *out) {
-    int failed = out->flags.failed || out->rows.failed;
-    for (int k = 0; k < 4; k++) failed |= out->numbers[k].failed;
-    for (int k = 0; k < 2; k++) failed |= out->strings[k].offsets.failed | out->strings[k].chars.failed;
-    return failed;
-}
-
 /* Run `read` over every line (blank ones skipped when `skip_blank`); the index of the
  * first line it does not read, -1 if none. */
 static Py_ssize_t run(const Lines *lines, ReadLine read, Out *out, int skip_blank) {
@@ -169,25 +162,16 @@ static Py_ssize_t run(const Lines *lines, ReadLine read, Out *out, int skip_blan
 
 /* (bad, numbers..., (offsets, chars) per string..., flags, rows) as bytes. */
 static PyObject *out_tuple(Py_ssize_t bad, Out *out, int numbers, int strings, int flags) {
-    if (out_failed(out)) return PyErr_NoMemory();
-    PyObject *result = PyTuple_New(1 + numbers + 2 * strings + flags + 1);
-    if (!result) return NULL;
-    Py_ssize_t at = 0;
-    PyTuple_SET_ITEM(result, at++, PyLong_FromSsize_t(bad));
-    for (int k = 0; k < numbers; k++) PyTuple_SET_ITEM(result, at++, buf_bytes(&out->numbers[k]));
+    Buf *bufs[4 + 2 * 2 + 1 + 1];
+    Py_ssize_t n = 0;
+    for (int k = 0; k < numbers; k++) bufs[n++] = &out->numbers[k];
     for (int k = 0; k < strings; k++) {
-        PyTuple_SET_ITEM(result, at++, buf_bytes(&out->strings[k].offsets));
-        PyTuple_SET_ITEM(result, at++, buf_bytes(&out->strings[k].chars));
+        bufs[n++] = &out->strings[k].offsets;
+        bufs[n++] = &out->strings[k].chars;
     }
-    if (flags) PyTuple_SET_ITEM(result, at++, buf_bytes(&out->flags));
-    PyTuple_SET_ITEM(result, at++, buf_bytes(&out->rows));
-    for (Py_ssize_t k = 0; k < at; k++) {
-        if (!PyTuple_GET_ITEM(result, k)) {
-            Py_DECREF(result);
-            return NULL;
-        }
-    }
-    return result;
+    if (flags) bufs[n++] = &out->flags;
+    bufs[n++] = &out->rows;
+    return result_tuple(bad, bufs, n);
 }
 
 static PyObject *kernel(PyObject *args, ReadLine read, int numbers, int strings, int flags,

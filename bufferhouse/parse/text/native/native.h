@@ -76,6 +76,34 @@ static inline PyObject *buf_bytes(const Buf *b) {
     return PyBytes_FromStringAndSize(b->len ? b->data : "", (Py_ssize_t)b->len);
 }
 
+/* A tuple of `bytes`, one per buffer; NULL with a Python error (MemoryError if one
+ * failed to grow, OverflowError if a string column passed 2 GiB). Needs the GIL. */
+static inline PyObject *bytes_tuple(Buf *const *bufs, Py_ssize_t n) {
+    PyObject *tuple = PyTuple_New(n);
+    if (!tuple) return NULL;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *b = buf_bytes(bufs[k]);
+        if (!b) {
+            Py_DECREF(tuple);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tuple, k, b);
+    }
+    return tuple;
+}
+
+/* A kernel's result, (bad, bytes of each buffer...): bad is the index of the first line
+ * not read, -1 when all were. */
+static inline PyObject *result_tuple(Py_ssize_t bad, Buf *const *bufs, Py_ssize_t n) {
+    PyObject *columns = bytes_tuple(bufs, n);
+    if (!columns) return NULL;
+    PyObject *head = Py_BuildValue("(n)", bad);
+    PyObject *result = head ? PySequence_Concat(head, columns) : NULL;
+    Py_XDECREF(head);
+    Py_DECREF(columns);
+    return result;
+}
+
 /* A string column: Arrow's int32 offsets, one more than strings, then the characters. */
 typedef struct {
     Buf offsets, chars;
