@@ -18,15 +18,6 @@ static const char CROSS_HEAD_LINE[] = " reused by buffers of a different color:"
 
 /* -- pieces of the patterns --------------------------------------------------------- */
 
-/* `[0-9]+` kept as text (a group the line reader does not read as a number). */
-static int take_digits(Cur *c) {
-    const char *p = c->p;
-    while (p < c->end && *p >= '0' && *p <= '9') p++;
-    if (p == c->p) return 0;
-    c->p = p;
-    return 1;
-}
-
 /* `[0-9a-fA-F]+` */
 static int take_hex(Cur *c) {
     const char *p = c->p;
@@ -39,59 +30,9 @@ static int take_hex(Cur *c) {
     return 1;
 }
 
-/* The bytes SHORT's name class `[^ {}<>]` stops at (a NUL is a name character to `re`,
- * which take_until's strchr would stop at). */
-static const unsigned char NAME_STOP[256] = {[' '] = 1, ['{'] = 1, ['}'] = 1, ['<'] = 1, ['>'] = 1};
-
-static int take_name(Cur *c) {
-    const char *p = c->p;
-    while (p < c->end && !NAME_STOP[(unsigned char)*p]) p++;
-    if (p == c->p) return 0;
-    c->p = p;
-    return 1;
-}
-
 /* `.*` from p to end: Python's `.` takes every character but a newline. */
 static int dot_star(const char *p, const char *end) {
     return !memchr(p, '\n', (size_t)(end - p));
-}
-
-/* A span of digits as a number; 0 past int64. */
-static int span_number(Cur digits, int64_t *out) {
-    return take_number(&digits, out) && at_end(&digits);
-}
-
-static size_t span_len(Cur s) { return (size_t)(s.end - s.p); }
-
-/* grammar.SHORT, `<(?P<id>[0-9]+) (?P<name>[^ {}<>]+)(?P<idx>INDEX)?(?P<phi> \(phi\))?`
- * `(?: @(?P<color>[0-9]+))?>`, as spans (an absent idx or color is empty). Each optional
- * part is decided by its first characters, so `re` never backtracks into another reading:
- * the name stops where idx ('{'), phi and color (' ') and '>' begin, and a '{' that does
- * not begin an index ends the match. */
-typedef struct {
-    Cur id, name, idx, color;
-    int phi;
-} Short;
-
-static int take_short(Cur *c, Short *s) {
-    if (!TAKE(c, "<")) return 0;
-    s->id.p = c->p;
-    if (!take_digits(c)) return 0;
-    s->id.end = c->p;
-    if (!TAKE(c, " ")) return 0;
-    s->name.p = c->p;
-    if (!take_name(c)) return 0;
-    s->name.end = s->idx.p = c->p;
-    take_index(c);
-    s->idx.end = c->p;
-    s->phi = TAKE(c, " (phi)");
-    s->color.p = s->color.end = c->p;
-    if (TAKE(c, " @")) {
-        s->color.p = c->p;
-        if (!take_digits(c)) return 0;
-        s->color.end = c->p;
-    }
-    return TAKE(c, ">");
 }
 
 /* -- the columns ------------------------------------------------------------------- */

@@ -73,32 +73,6 @@ static char letter_of(const Letters *letters, const Cur *c) {
 
 /* -- reading the lines --------------------------------------------------------------- */
 
-/* `[^ {}<>]` (SHORT's name) and `[^ ,{}]` (POSITION's and USE's): any character but
- * these ASCII ones, so a byte scan reads code points (NUL included, as `re` does). */
-static int short_name_char(char ch) {
-    return ch != ' ' && ch != '{' && ch != '}' && ch != '<' && ch != '>';
-}
-
-static int item_name_char(char ch) { return ch != ' ' && ch != ',' && ch != '{' && ch != '}'; }
-
-/* One or more characters that `ok` takes; 0 if none. */
-static int take_while(Cur *c, int (*ok)(char)) {
-    const char *p = c->p;
-    while (p < c->end && ok(*p)) p++;
-    if (p == c->p) return 0;
-    c->p = p;
-    return 1;
-}
-
-/* `[0-9]+`, of any length (a number the reader does not keep). */
-static int take_digits(Cur *c) {
-    const char *p = c->p;
-    while (p < c->end && *p >= '0' && *p <= '9') p++;
-    if (p == c->p) return 0;
-    c->p = p;
-    return 1;
-}
-
 /* The columns of used_blocks. */
 typedef struct {
     Buf letters;
@@ -115,17 +89,11 @@ typedef struct {
 /* grammar.HEADER (SHORT): `<(?P<id>[0-9]+) (?P<name>[^ {}<>]+)(?P<idx>INDEX)?`
  * `(?P<phi> \(phi\))?(?: @(?P<color>[0-9]+))?>` -> id (refused past int64), name. */
 static int read_header(Cur *c, Blocks *out) {
+    Short s;
     int64_t id;
-    if (!TAKE(c, "<") || !take_number(c, &id) || !TAKE(c, " ")) return 0;
-    const char *name = c->p;
-    if (!take_while(c, short_name_char)) return 0;
-    const char *name_end = c->p;
-    take_index(c);
-    TAKE(c, " (phi)");
-    if (TAKE(c, " @") && !take_digits(c)) return 0;
-    if (!TAKE(c, ">") || !at_end(c)) return 0;
+    if (!take_short(c, &s) || !at_end(c) || !span_number(s.id, &id)) return 0;
     buf_i64(&out->ids, id);
-    str_put(&out->names, name, (size_t)(name_end - name));
+    str_put(&out->names, s.name.p, span_len(s.name));
     return 1;
 }
 
@@ -145,7 +113,7 @@ static int read_index_to_end(Cur *c, StrCol *idx) {
 static int read_position(Cur *c, Blocks *out, int64_t block) {
     if (!TAKE(c, "  ")) return 0;
     const char *name = c->p;
-    if (!take_while(c, item_name_char)) return 0;
+    if (!take_until(c, " ,{}")) return 0;
     const char *name_end = c->p;
     if (!read_index_to_end(c, &out->pos_idx)) return 0;
     buf_i64(&out->pos_block, block);
@@ -159,7 +127,7 @@ static int read_use(Cur *c, Blocks *out, int64_t block) {
     int64_t op;
     if (!TAKE(c, "  ")) return 0;
     const char *name = c->p;
-    if (!take_while(c, item_name_char)) return 0;
+    if (!take_until(c, " ,{}")) return 0;
     const char *name_end = c->p;
     if (!TAKE(c, ", operand ") || !take_number(c, &op)) return 0;
     if (!read_index_to_end(c, &out->use_idx)) return 0;

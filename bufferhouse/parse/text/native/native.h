@@ -215,13 +215,33 @@ static inline int take_number(Cur *c, int64_t *out) {
 }
 
 /* Consume one or more characters other than those in `stops` (ASCII); 0 if none. Bytes
- * of a multi-byte UTF-8 character are never ASCII, so a byte scan reads code points. */
+ * of a multi-byte UTF-8 character are never ASCII, so a byte scan reads code points; a
+ * NUL is no stop, as in `re` (it cannot be in `stops`). */
 static inline int take_until(Cur *c, const char *stops) {
+    uint8_t stop[32] = {0};
+    for (const unsigned char *s = (const unsigned char *)stops; *s; s++)
+        stop[*s >> 3] |= (uint8_t)(1u << (*s & 7));
+    const unsigned char *p = (const unsigned char *)c->p, *end = (const unsigned char *)c->end;
+    while (p < end && !((stop[*p >> 3] >> (*p & 7)) & 1)) p++;
+    if (p == (const unsigned char *)c->p) return 0;
+    c->p = (const char *)p;
+    return 1;
+}
+
+/* `[0-9]+` kept as text (a group the line reader does not read as a number). */
+static inline int take_digits(Cur *c) {
     const char *p = c->p;
-    while (p < c->end && !(*p && strchr(stops, *p))) p++; /* NUL is no stop, as in `re` */
+    while (p < c->end && *p >= '0' && *p <= '9') p++;
     if (p == c->p) return 0;
     c->p = p;
     return 1;
+}
+
+static inline size_t span_len(Cur s) { return (size_t)(s.end - s.p); }
+
+/* A span of digits as a number; 0 past int64. */
+static inline int span_number(Cur digits, int64_t *out) {
+    return take_number(&digits, out) && at_end(&digits);
 }
 
 /* `\{[0-9,]*\}`, a ShapeIndex. */
@@ -234,6 +254,37 @@ static inline int take_index(Cur *c) {
         return 0;
     }
     return 1;
+}
+
+/* grammar.SHORT, `<(?P<id>[0-9]+) (?P<name>[^ {}<>]+)(?P<idx>INDEX)?(?P<phi> \(phi\))?`
+ * `(?: @(?P<color>[0-9]+))?>`, as spans (an absent idx or color is empty). Each optional
+ * part is decided by its first characters, so `re` never backtracks into another reading:
+ * the name stops where idx ('{'), phi and color (' ') and '>' begin, and a '{' that does
+ * not begin an index ends the match. */
+typedef struct {
+    Cur id, name, idx, color;
+    int phi;
+} Short;
+
+static inline int take_short(Cur *c, Short *s) {
+    if (!TAKE(c, "<")) return 0;
+    s->id.p = c->p;
+    if (!take_digits(c)) return 0;
+    s->id.end = c->p;
+    if (!TAKE(c, " ")) return 0;
+    s->name.p = c->p;
+    if (!take_until(c, " {}<>")) return 0;
+    s->name.end = s->idx.p = c->p;
+    take_index(c);
+    s->idx.end = c->p;
+    s->phi = TAKE(c, " (phi)");
+    s->color.p = s->color.end = c->p;
+    if (TAKE(c, " @")) {
+        s->color.p = c->p;
+        if (!take_digits(c)) return 0;
+        s->color.end = c->p;
+    }
+    return TAKE(c, ">");
 }
 
 /* The length of the UTF-8 character at p (1-4), 0 if the bytes there are not one. */
