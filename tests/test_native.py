@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from bufferhouse.parse.text import grammar as g
 from bufferhouse.parse.text import native
-from bufferhouse.parse.text.blocks import Irregular
+from bufferhouse.parse.text.native import Irregular
 
 pytestmark = pytest.mark.skipif(native.MISSING is not None, reason=str(native.MISSING))
 

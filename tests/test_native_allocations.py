@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bufferhouse.parse.discover import discover
 from bufferhouse.parse.text import grammar as g
 from bufferhouse.parse.text import native, vector
-from bufferhouse.parse.text.blocks import Irregular
+from bufferhouse.parse.text.native import Irregular
 from tests.conftest import DATA
 
 pytestmark = pytest.mark.skipif(bool(native.MISSING), reason=str(native.MISSING))

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.text import grammar as g
 from bufferhouse.parse.text import native
-from bufferhouse.parse.text.blocks import Irregular, UsedBlocks
+from bufferhouse.parse.text.blocks import UsedBlocks
+from bufferhouse.parse.text.native import Irregular
 from bufferhouse.parse.text.scan import LineReader
 
 pytestmark = pytest.mark.skipif(native.MISSING is not None, reason="not built")

@@ -35,12 +35,8 @@ from bufferhouse.parse.model import Alloc, first_occurrences
 from bufferhouse.parse.reader import open_dump, read_lines, stored_size
 from bufferhouse.parse.text import grammar as g
 from bufferhouse.parse.text import native
-from bufferhouse.parse.text.blocks import (
-    Irregular,
-    Lane,
-    UsedBlocks,
-    index_or_empty,
-)
+from bufferhouse.parse.text.blocks import Lane, UsedBlocks, index_or_empty
+from bufferhouse.parse.text.native import Irregular
 from bufferhouse.parse.text.scan import LineReader, split_layout
 
 
