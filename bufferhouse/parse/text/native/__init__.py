@@ -2,11 +2,10 @@
 
 Each kernel reads one of grammar.py's line kinds over a column of lines, in C
 without the GIL, and gives the pattern's named groups as typed columns: numbers as
-int64, strings as strings ("" where a group took no part, as RE2 gave). It reads
-only the lines the pattern matches, as Python's `re` reads them; at the first
-other line it raises Irregular, and the module goes to the line reader, which
-words every error. tests/test_native*.py and tests/test_grammar.py hold each kernel to its
-pattern.
+int64, strings as strings ("" where a group took no part). It reads only the lines
+the pattern matches, as Python's `re` reads them; at the first other line it raises
+Irregular, and the module goes to the line reader, which words every error.
+tests/test_native*.py and tests/test_grammar.py hold each kernel to its pattern.
 `_instructions` reads instruction texts instead, wrapped by text/instructions.py.
 
 The extensions are built by `pip install` where a C compiler exists (setup.py);
