@@ -96,6 +96,9 @@ def query(
             queries.require_module(con, str(bound["module"]))
         if bound.get("event") is not None:
             queries.require_event(con, str(bound["event"]))
+        for param in queries.SNAPSHOT_PARAMS:
+            if bound.get(param) is not None:
+                params = {**params, param: queries.require_snapshot(con, str(bound[param]))}
         return queries.run(con, q.name, params)
 
 

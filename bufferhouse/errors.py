@@ -71,6 +71,15 @@ class UnknownModuleError(QueryError):
         super().__init__(message)
 
 
+class UnknownSnapshotError(QueryError):
+    """No device memory snapshot in the warehouse matches the id, hash prefix, path or
+    file name given."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
+
+
 class UnknownEventError(QueryError):
     """No OOM event in the warehouse matches the event id or hash prefix given."""
 

@@ -12,7 +12,7 @@ from sqlglot.optimizer.qualify import qualify
 
 import bufferhouse
 from bufferhouse import queries
-from bufferhouse.errors import QueryError, UnknownModuleError
+from bufferhouse.errors import QueryError, UnknownModuleError, UnknownSnapshotError
 from bufferhouse.render import render_to_string
 from bufferhouse.schema import TABLES, sqlglot_schema
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
@@ -114,10 +114,10 @@ def test_runs_on_empty_warehouse(query, empty_db):
         params = {k: v for k, v in params.items() if k != "module"}
         if query.name in ("arena", "heap-timeline"):  # they need one
             return
-    if "before" in params:  # no snapshot to name either: a typo, as live-growth tells it
-        with pytest.raises(QueryError, match=r"no snapshot matches 'before\.prof'"):
+    if set(params) & set(queries.SNAPSHOT_PARAMS):  # no snapshot to name either: a typo
+        with pytest.raises(UnknownSnapshotError, match=r"no snapshot matches '\w+\.prof'"):
             bufferhouse.query(query.name, db=empty_db, **params)
-        params = {k: v for k, v in params.items() if k not in ("before", "after")}
+        params = {k: v for k, v in params.items() if k not in queries.SNAPSHOT_PARAMS}
     table = bufferhouse.query(query.name, db=empty_db, **params)
     assert table.num_rows == 0
     assert table.column_names == [c for c, _ in query.columns]

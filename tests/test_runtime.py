@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bufferhouse
-from bufferhouse.errors import ParseError, QueryError
+from bufferhouse.errors import ParseError, QueryError, UnknownSnapshotError
 from bufferhouse.parse.discover import discover_logs, discover_profiles
 from bufferhouse.parse.pprof import looks_like_profile, read_file, read_snapshot
 from bufferhouse.parse.proto import profile_pb2
@@ -90,6 +90,25 @@ def test_live_growth_names_a_snapshot_or_says_why(runtime_db, tmp_path):
         "live-growth", db=db, before="before.prof", after=str(RUN / "after.prof")
     )
     assert rows.num_rows == 4
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [("live-memory", "snapshot"), ("live-by-source", "snapshot"), ("device-budget", "snapshot"),
+     ("live-growth", "before"), ("live-growth", "after")],
+)  # fmt: skip
+def test_a_snapshot_typo_is_an_error_with_the_nearest_names(runtime_db, query, param):
+    """Every snapshot parameter, not only live-growth's: a typo was an empty result."""
+    with pytest.raises(UnknownSnapshotError, match=r"'aftr\.prof'.*holds 2.*mean after\.prof"):
+        bufferhouse.query(query, db=runtime_db, **{param: "aftr.prof"})
+
+
+def test_a_snapshot_is_named_by_a_path_relative_to_here(runtime_db, monkeypatch):
+    """Ingest stores absolute paths; the path a user typed, relative, selects the same."""
+    monkeypatch.chdir(RUN.parent)
+    relative = bufferhouse.query("live-memory", db=runtime_db, snapshot="run/after.prof")
+    absolute = bufferhouse.query("live-memory", db=runtime_db, snapshot=str(RUN / "after.prof"))
+    assert relative.num_rows > 0 and relative == absolute
 
 
 def test_live_by_source_keys_by_the_allocating_line_outside_jax(runtime_db):

@@ -26,19 +26,24 @@ from bufferhouse.errors import (
     DumpError,
     UnknownEventError,
     UnknownModuleError,
+    UnknownSnapshotError,
 )
 from bufferhouse.render import RenderOptions, render
 from bufferhouse.schema.warehouse import ENV_DB
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
-#: Exit status when the data says no: a bad dump, an unknown module.
+#: Exit status when the data says no: a bad dump, an unknown module, event or snapshot.
 DATA = 1
 #: Exit status for a usage error (click's own for bad options) or trouble.
 USAGE = 2
 
 
 def exit_code(exc: BufferhouseError) -> int:
-    return DATA if isinstance(exc, (DumpError, UnknownModuleError, UnknownEventError)) else USAGE
+    return (
+        DATA
+        if isinstance(exc, (DumpError, UnknownModuleError, UnknownEventError, UnknownSnapshotError))
+        else USAGE
+    )
 
 
 def handle_errors(func: Callable) -> Callable:

@@ -20,58 +20,43 @@ WITH ranked AS (
     ) AS recency
   FROM runtime_snapshots
 ),
-before_side AS (
-  SELECT
-    CASE
-      WHEN count(*) = 1 OR ($before IS NULL AND count(*) = 0)
-        THEN min(snapshot_id)
-      WHEN count(*) = 0
-        THEN error('live-growth: no snapshot matches ''' || $before || '''')
-      ELSE error(
-        'live-growth: ' || $before || ' selects '
-        || CAST(count(*) AS VARCHAR)
-        || ' snapshots; give its path, snapshot_id or hash prefix'
-      )
-    END AS snapshot_id
-  FROM ranked
-  WHERE
-    CASE
-      WHEN $before IS NULL THEN recency = 2
-      ELSE snapshot_id IN (
-        SELECT snapshot_id FROM snapshot_keys WHERE key = $before
-      )
-    END
+wanted AS (
+  SELECT *
+  FROM (VALUES (FALSE, $before, 2), (TRUE, $after, 1))
+    AS w(is_after, key, default_recency)
 ),
-after_side AS (
+-- Each side's one snapshot: the one its key selects, else the latest (after)
+-- or the one before it (before); a key selecting none or several is an error.
+picked AS (
   SELECT
+    w.is_after,
     CASE
-      WHEN count(*) = 1 OR ($after IS NULL AND count(*) = 0)
-        THEN min(snapshot_id)
-      WHEN count(*) = 0
-        THEN error('live-growth: no snapshot matches ''' || $after || '''')
+      WHEN count(DISTINCT r.snapshot_id) = 1
+        OR (w.key IS NULL AND count(r.snapshot_id) = 0)
+        THEN min(r.snapshot_id)
+      WHEN count(r.snapshot_id) = 0
+        THEN error('live-growth: no snapshot matches ''' || w.key || '''')
       ELSE error(
-        'live-growth: ' || $after || ' selects '
-        || CAST(count(*) AS VARCHAR)
+        'live-growth: ' || w.key || ' selects '
+        || CAST(count(DISTINCT r.snapshot_id) AS VARCHAR)
         || ' snapshots; give its path, snapshot_id or hash prefix'
       )
     END AS snapshot_id
-  FROM ranked
-  WHERE
-    CASE
-      WHEN $after IS NULL THEN recency = 1
-      ELSE snapshot_id IN (
-        SELECT snapshot_id FROM snapshot_keys WHERE key = $after
-      )
-    END
+  FROM wanted AS w
+  LEFT JOIN (
+    SELECT r.snapshot_id, r.recency, k.key
+    FROM ranked AS r
+    JOIN snapshot_keys AS k
+      ON k.snapshot_id = r.snapshot_id
+  ) AS r
+    ON (w.key IS NULL AND r.recency = w.default_recency) OR r.key = w.key
+  GROUP BY w.is_after, w.key
 ),
 samples AS (
-  SELECT s.*, FALSE AS is_after
+  SELECT s.*, p.is_after
   FROM runtime_samples AS s
-  WHERE s.snapshot_id IN (SELECT snapshot_id FROM before_side)
-  UNION ALL
-  SELECT s.*, TRUE AS is_after
-  FROM runtime_samples AS s
-  WHERE s.snapshot_id IN (SELECT snapshot_id FROM after_side)
+  JOIN picked AS p
+    ON p.snapshot_id = s.snapshot_id
 ),
 keyed AS (
   SELECT

@@ -8,11 +8,12 @@ the module_keys view.
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass
 
 import duckdb
 
-from bufferhouse.errors import UnknownEventError, UnknownModuleError
+from bufferhouse.errors import UnknownEventError, UnknownModuleError, UnknownSnapshotError
 
 #: The module selector, a scalar macro installed beside the views (a view cannot take
 #: the parameter; see the module docstring): true when `key` is the module's name,
@@ -93,6 +94,36 @@ def require_event(con: duckdb.DuckDBPyConnection, key: str) -> None:
         key,
         f"no OOM event matches {key!r} (an event_id or 12-digit event_hash prefix); "
         f"the warehouse holds {total} events: 'bufferhouse query oom-events' lists them",
+    )
+
+
+#: The parameters that name one device memory snapshot, as the snapshot_keys view lists
+#: its keys (live-memory, live-by-source, device-budget: `snapshot`; live-growth: the two).
+SNAPSHOT_PARAMS = ("snapshot", "before", "after")
+
+
+def require_snapshot(con: duckdb.DuckDBPyConnection, key: str) -> str:
+    """The key that selects the snapshot `key` names: itself, or the absolute path of a
+    file it names relative to here (ingest stores absolute paths). Raise
+    UnknownSnapshotError, with the nearest file names, when it selects none: a typo
+    would otherwise be an empty result, as for a module."""
+    candidates = [key]
+    if os.path.isfile(key):
+        candidates.append(os.path.abspath(key))
+    for candidate in candidates:
+        if con.execute(
+            "SELECT count(*) FROM snapshot_keys WHERE key = $key", {"key": candidate}
+        ).fetchall()[0][0]:
+            return candidate
+    paths = [p for (p,) in con.execute("SELECT path FROM runtime_snapshots").fetchall()]
+    names = sorted({p.rpartition("/")[2] for p in paths})
+    close = difflib.get_close_matches(key.rpartition("/")[2], names, n=5, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    raise UnknownSnapshotError(
+        key,
+        f"no snapshot matches {key!r} (a snapshot_id, 12-digit hash prefix, path or file "
+        f"name; the warehouse holds {len(paths)}: 'bufferhouse query live-memory' lists "
+        f"them){hint}",
     )
 
 
