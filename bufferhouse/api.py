@@ -96,6 +96,8 @@ def query(
             queries.require_module(con, str(bound["module"]))
         if bound.get("event") is not None:
             queries.require_event(con, str(bound["event"]))
+        if bound.get("label") is not None:
+            queries.require_label(con, str(bound["label"]))
         for param in queries.SNAPSHOT_PARAMS:
             if bound.get(param) is not None:
                 params = {**params, param: queries.require_snapshot(con, str(bound[param]))}

@@ -80,6 +80,15 @@ class UnknownSnapshotError(QueryError):
         super().__init__(message)
 
 
+class UnknownLabelError(QueryError):
+    """No module, OOM event or snapshot in the warehouse carries the `key=value` label
+    given."""
+
+    def __init__(self, key: str, message: str):
+        self.key = key
+        super().__init__(message)
+
+
 class UnknownEventError(QueryError):
     """No OOM event in the warehouse matches the event id or hash prefix given."""
 

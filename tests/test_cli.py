@@ -68,6 +68,17 @@ def test_labels_and_env_default_db(tmp_path, monkeypatch):
     assert {r["labels"] for r in rows} == {"jax=0.7.2,model=demo"}
 
 
+def test_a_label_nothing_carries_is_an_error_that_names_the_near_ones(samples_db, tmp_path):
+    """A typo in a label filter was an empty result, like a module name's."""
+    db = tmp_path / "w.duckdb"
+    assert run("ingest", SAMPLES, "--db", db, "--label", "jax=0.7.2", "-q").exit_code == 0
+    for typo, said in (("jax=0.7.3", "did you mean jax=0.7.2"), ("jax:0.7.2", "key=value")):
+        result = run("query", "top-modules", "--db", db, "--param", f"label={typo}")
+        assert result.exit_code == 1 and said in result.stderr, result.output
+    result = run("query", "oom-events", "--db", samples_db, "--param", "label=jax=0.7.2")
+    assert result.exit_code == 1 and "holds 0 labels" in result.stderr
+
+
 def test_bad_label_is_a_usage_error(tmp_path):
     result = run("ingest", SAMPLES, "--db", tmp_path / "w.duckdb", "--label", "nolabel")
     assert result.exit_code == 2

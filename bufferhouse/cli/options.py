@@ -25,6 +25,7 @@ from bufferhouse.errors import (
     BufferhouseError,
     DumpError,
     UnknownEventError,
+    UnknownLabelError,
     UnknownModuleError,
     UnknownSnapshotError,
 )
@@ -32,7 +33,7 @@ from bufferhouse.render import RenderOptions, render
 from bufferhouse.schema.warehouse import ENV_DB
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
-#: Exit status when the data says no: a bad dump, an unknown module, event or snapshot.
+#: Exit status when the data says no: a bad dump, an unknown module, event, snapshot or label.
 DATA = 1
 #: Exit status for a usage error (click's own for bad options) or trouble.
 USAGE = 2
@@ -41,7 +42,16 @@ USAGE = 2
 def exit_code(exc: BufferhouseError) -> int:
     return (
         DATA
-        if isinstance(exc, (DumpError, UnknownModuleError, UnknownEventError, UnknownSnapshotError))
+        if isinstance(
+            exc,
+            (
+                DumpError,
+                UnknownModuleError,
+                UnknownEventError,
+                UnknownSnapshotError,
+                UnknownLabelError,
+            ),
+        )
         else USAGE
     )
 

@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 import duckdb
 
-from bufferhouse.errors import UnknownEventError, UnknownModuleError, UnknownSnapshotError
+from bufferhouse.errors import (
+    UnknownEventError,
+    UnknownLabelError,
+    UnknownModuleError,
+    UnknownSnapshotError,
+)
 
 #: The module selector, a scalar macro installed beside the views (a view cannot take
 #: the parameter; see the module docstring): true when `key` is the module's name,
@@ -124,6 +129,31 @@ def require_snapshot(con: duckdb.DuckDBPyConnection, key: str) -> str:
         f"no snapshot matches {key!r} (a snapshot_id, 12-digit hash prefix, path or file "
         f"name; the warehouse holds {len(paths)}: 'bufferhouse query live-memory' lists "
         f"them){hint}",
+    )
+
+
+#: Every label the warehouse holds, as a `label` parameter spells it: the queries filter
+#: modules, OOM events or snapshots by it, and one ingest's --label marks all three.
+_LABELS_SQL = """
+SELECT key || '=' || value FROM labels
+UNION SELECT key || '=' || value FROM oom_labels
+UNION SELECT key || '=' || value FROM runtime_labels
+"""
+
+
+def require_label(con: duckdb.DuckDBPyConnection, label: str) -> None:
+    """Raise UnknownLabelError, with the nearest labels held, when nothing carries
+    `label`: a typo (or `jax:0.7` for `jax=0.7`) would otherwise be an empty result."""
+    held = sorted(r[0] for r in con.execute(_LABELS_SQL).fetchall())
+    if label in held:
+        return
+    close = difflib.get_close_matches(label, held, n=5, cutoff=0.6)
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    form = "" if "=" in label else " (a label is key=value)"
+    raise UnknownLabelError(
+        label,
+        f"nothing in the warehouse is labelled {label!r}{form}; it holds {len(held)} "
+        f"label{'' if len(held) == 1 else 's'} (`bufferhouse ingest --label key=value`){hint}",
     )
 
 
