@@ -380,6 +380,18 @@ def test_batches_gather_rows_across_chunks_in_sorted_order():
     assert [b.num_rows for b in load._batches(data, order, 5)] == [5, 5, 2]
 
 
+@pytest.mark.parametrize("ids", [[3, 3, 5, 5, 5, 9, 9], [9, 3, 5, 9, 3, 5, 5]])
+def test_stored_order_sorts_module_by_module(ids):
+    """Modules in id order are sorted one by one, others as a whole: the same stable
+    order either way (equal names keep their order)."""
+    from bufferhouse.load import insert as load
+
+    names = ["b", "a", "c", "a", "b", "b", "a"]
+    data = pa.table({"module_id": pa.array(ids, pa.int64()), "instruction": names})
+    order = load.stored_order("instructions", data)
+    assert order.tolist() == sorted(range(len(ids)), key=lambda i: (ids[i], names[i], i))
+
+
 # --- identity: every file whose content lands in the warehouse ------------------------
 
 EDGE_GPU = DATA / "edge" / "gpu_split_2026"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from itertools import pairwise
 
 import duckdb
 import numpy as np
@@ -27,8 +28,21 @@ def stored_order(table_name: str, data: pa.Table) -> np.ndarray | None:
     keys = TABLES_BY_NAME[table_name].stored_order
     if not keys or data.num_rows < 2:
         return None
-    order = pc.sort_indices(data, [("module_id", "ascending"), *((k, "ascending") for k in keys)])
-    return order.to_numpy().astype(np.int64)
+    by = [(k, "ascending") for k in keys]
+    ids = data.column("module_id").to_numpy()
+    steps = np.diff(ids)
+    if (steps < 0).any():
+        return pc.sort_indices(data, [("module_id", "ascending"), *by]).to_numpy().astype(np.int64)
+    # A batch's modules come one after another in id order (Batch.pop_table): each is
+    # sorted on its own, without module_id as a key (the 208 MB module's instructions:
+    # 0.064 CPU-s, not 0.094). Both sorts are stable, so the order is the same.
+    bounds = [0, *(np.flatnonzero(steps) + 1).tolist(), data.num_rows]
+    return np.concatenate(
+        [
+            pc.sort_indices(data.slice(start, end - start), by).to_numpy().astype(np.int64) + start
+            for start, end in pairwise(bounds)
+        ]
+    )
 
 
 def _batches(data: pa.Table, order: np.ndarray | None, rows: int) -> Iterator[pa.RecordBatch]:
