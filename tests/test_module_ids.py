@@ -339,6 +339,100 @@ def test_a_failed_background_write_stops_the_run_and_reports_no_module_of_it():
     assert [o.module_id for o in report.loaded] == sink.written and len(sink.written) == 2
 
 
+class _Streaming(ModuleWriter):
+    """A warehouse writer that takes every module ahead of its batch (4 modules a batch):
+    the loop stages a module once the last write is done, so the writer is idle."""
+
+    def __init__(self, con, streams: bool = True) -> None:
+        super().__init__(con, 1, [("k", "v")], max_modules=4, run_row=run_record(1, [], []))
+        self.streams = streams
+        self.parts = 0
+        self.done = threading.Event()
+        self.done.set()
+
+    @property
+    def worth_streaming(self) -> bool:
+        return self.streams and self.batch.pending > 0
+
+    def add(self, module_row, tables, warnings):
+        assert self.done.wait(10)
+        return super().add(module_row, tables, warnings)
+
+    def take_part(self) -> Batch:
+        self.done.clear()
+        return super().take_part()
+
+    def take(self) -> Batch:
+        self.done.clear()
+        return super().take()
+
+    def write_part(self, part: Batch) -> None:
+        self.parts += 1
+        try:
+            super().write_part(part)
+        finally:
+            self.done.set()
+
+    def write(self, batch: Batch) -> int:
+        try:
+            return super().write(batch)
+        finally:
+            self.done.set()
+
+
+def _ingest_streaming(db, streams: bool = True) -> _Streaming:
+    con = duckdb.connect(str(db))
+    ensure_schema(con, str(db))
+    writer = _Streaming(con, streams)
+    try:
+        run_batches(discover([str(CORPUS / "jax-0.6.2")]), writer, IngestReport(str(db), 1), jobs=1)
+    finally:
+        con.close()
+    return writer
+
+
+def _stored(db) -> dict[str, list]:
+    """Every module table's rows in stored order, module ids as their ingest rank."""
+    out = {}
+    with duckdb.connect(str(db), read_only=True) as con:
+        for table in ("modules", *(t.name for t in MODULE_TABLES), "labels"):
+            out[table] = con.execute(
+                f"SELECT * EXCLUDE (module_id), dense_rank() OVER (ORDER BY module_id) "
+                f"FROM {table} ORDER BY rowid"
+            ).fetchall()
+    return out
+
+
+def test_modules_written_ahead_of_their_batch_are_stored_as_a_whole_batch(tmp_path):
+    streamed = _ingest_streaming(tmp_path / "a.duckdb")
+    assert streamed.parts > 40  # three modules of each four went in ahead of their batch
+    assert _ingest_streaming(tmp_path / "b.duckdb", streams=False).parts == 0
+    assert _stored(tmp_path / "a.duckdb") == _stored(tmp_path / "b.duckdb")
+    assert check_warehouse(tmp_path / "a.duckdb").ok
+
+
+def test_a_failed_batch_takes_the_modules_written_ahead_of_it_along(tmp_path, monkeypatch):
+    from bufferhouse.load import writer as load_writer
+
+    derive, calls = load_writer._derive_batch, []
+
+    def fail_the_second(con, module_ids):
+        calls.append(module_ids)
+        if len(calls) == 2:
+            raise duckdb.IOException("disk full (simulated)")
+        derive(con, module_ids)
+
+    monkeypatch.setattr(load_writer, "_derive_batch", fail_the_second)
+    with pytest.raises(WarehouseError, match="simulated"):
+        _ingest_streaming(tmp_path / "w.duckdb")
+    with duckdb.connect(str(tmp_path / "w.duckdb"), read_only=True) as con:
+        held = {r[0] for r in con.execute("SELECT module_id FROM modules").fetchall()}
+        for table in (t.name for t in MODULE_TABLES):
+            ids = con.execute(f"SELECT DISTINCT module_id FROM {table}").fetchall()
+            assert {r[0] for r in ids} <= held, table
+    assert held == set(calls[0])  # the first batch whole, nothing of the second
+
+
 @pytest.mark.slow
 def test_a_batch_is_stored_sorted(tmp_path, monkeypatch):
     """Each module's instructions stored sorted by name, nothing lost, however the sorted
