@@ -231,7 +231,6 @@ def run_batches(
         results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
     waiting: list[ModuleOutcome] = []
     writing: tuple[Future[int], list[ModuleOutcome]] | None = None
-    streaming: Future[None] | None = None  # the last part written ahead of its batch
 
     def report_outcome(outcome: ModuleOutcome) -> None:
         if outcome.status == "quiet":  # a log with nothing new: quietly, but counted
@@ -255,23 +254,14 @@ def run_batches(
             report_outcome(outcome)
 
     def flush(thread: ThreadPoolExecutor) -> None:
-        nonlocal writing, streaming
+        nonlocal writing
         batch, outcomes = writer.take(), waiting[:]
         waiting.clear()
         settle()
-        if streaming is not None:  # its error first: the batch is not written without it
-            streaming, part = None, streaming
-            part.result()
         writing = (thread.submit(writer.write, batch), outcomes)
 
-    def stream(thread: ThreadPoolExecutor) -> None:
-        nonlocal streaming
-        if streaming is not None:
-            streaming.result()
-        streaming = thread.submit(writer.write_part, writer.take_part())
-
     def writer_idle() -> bool:
-        return (writing is None or writing[0].done()) and (streaming is None or streaming.done())
+        return writing is None or writing[0].done()
 
     with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
         try:
@@ -287,8 +277,6 @@ def run_batches(
                     report_outcome(outcome)
                 if writer.full or (jobs > 1 and writer.worth_writing and writer_idle()):
                     flush(thread)
-                elif writer.worth_streaming and writer_idle():
-                    stream(thread)
                 if strict and outcome.status == "failed":
                     written = len(writing[1]) if writing is not None else 0
                     seen = len(report.outcomes) + report.logs_skipped + written + len(waiting)
@@ -300,10 +288,9 @@ def run_batches(
             close = getattr(results, "close", None)
             if close is not None:
                 close()
-            for future in (streaming, writing[0] if writing is not None else None):
-                if future is not None:  # leaving on an error: let the write finish, quietly
-                    with contextlib.suppress(Exception):
-                        future.result()
+            if writing is not None:  # leaving on an error: let the write finish, quietly
+                with contextlib.suppress(Exception):
+                    writing[0].result()
 
 
 def _stage(

@@ -81,10 +81,6 @@ class Batch:
     #: Snapshots already held that this run labels.
     present_snapshot_labels: list[int] = field(default_factory=list)
     rows: int = 0
-    #: Modules whose rows went into the batch's transaction ahead of it (split_part);
-    #: `tables` and `pending` hold the rest's.
-    streamed: int = 0
-    pending: int = 0
 
     @property
     def empty(self) -> bool:
@@ -97,13 +93,6 @@ class Batch:
             or self.snapshots
             or self.present_snapshot_labels
         )
-
-    def split_part(self) -> Batch:
-        """The modules not yet streamed, with their tables, as a batch of their own; this
-        batch keeps their module rows (for its labels and derive) and lets go of the rest."""
-        part = Batch(modules=self.modules[self.streamed :], tables=self.tables, rows=self.pending)
-        self.tables, self.pending, self.streamed = {}, 0, len(self.modules)
-        return part
 
     def snapshot_tables(self) -> dict[str, pa.Table]:
         """The batch's snapshot rows by table (runtime_*); the batch lets go."""
@@ -305,7 +294,6 @@ class ModuleBuffer:
             if data.num_rows:
                 batch.tables.setdefault(name, []).append((module_id, data))
                 batch.rows += data.num_rows
-                batch.pending += data.num_rows
         tables.clear()
         batch.diagnostics += _diagnostic_rows(self.run_id, module_id, warnings, "warning")
         return module_id
@@ -331,22 +319,6 @@ class ModuleBuffer:
         while parsers run elsewhere, an idle writer takes such a batch at once rather
         than wait for a full one, so parsing and writing overlap."""
         return self.batch.rows >= self.max_rows // 8
-
-    #: Whether the sink takes a batch's modules ahead of the batch (write_part).
-    streams = False
-
-    @property
-    def worth_streaming(self) -> bool:
-        """Enough rows not yet written (an eighth of a full batch) for write_part."""
-        return self.streams and self.batch.pending >= self.max_rows // 8
-
-    def take_part(self) -> Batch:
-        """The buffered modules not yet written, for write_part; the batch goes on."""
-        return self.batch.split_part()
-
-    def write_part(self, part: Batch) -> None:
-        """Write `part` ahead of its batch, in the batch's transaction (if `streams`)."""
-        raise NotImplementedError
 
     @property
     def empty(self) -> bool:
@@ -408,54 +380,6 @@ class ModuleWriter(ModuleBuffer):
         #: The run's row in `runs`, written with the first batch: a run that
         #: writes nothing (killed, disk full, nothing new) leaves no trace.
         self.run_row = run_row
-        #: Whether a batch's transaction is open (write_part began it; write ends it).
-        self.open = False
-
-    #: A batch's modules go in as they come, in the transaction the batch commits: the
-    #: writer inserts a module while the next one parses. The ten 21 MB modules at
-    #: --jobs 1 (batches of 7 and 3), loaded host: see the commit that reverts this.
-    streams = True
-
-    def write_part(self, part: Batch) -> None:
-        try:
-            self._begin()
-            self._insert_modules(part)
-        except duckdb.Error as exc:
-            raise self._rolled_back(len(part.modules), exc) from None
-
-    def _begin(self) -> None:
-        """Open the batch's transaction, with the run's row in the first one."""
-        if self.open:
-            return
-        self.con.execute("BEGIN TRANSACTION")
-        self.open = True
-        if self.run_row is not None:
-            schema = arrow_schema(TABLES_BY_NAME["runs"])
-            insert_arrow(self.con, "runs", pa.Table.from_pylist([self.run_row], schema=schema))
-
-    def _insert_modules(self, part: Batch) -> None:
-        """The rows of `part`'s modules (Batch.split_part), table by table."""
-        con = self.con
-        schema = arrow_schema(TABLES_BY_NAME["modules"])
-        insert_arrow(con, "modules", pa.Table.from_pylist(part.modules, schema=schema))
-        # Tables stored sorted go last: their sorted copy is made once the rest of the
-        # part is let go.
-        for name in sorted(part.tables, key=lambda n: bool(TABLES_BY_NAME[n].stored_order)):
-            # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
-            # copy are not held at once longer than one table at a time.
-            insert_arrow(con, name, part.pop_table(name))
-            memory.release()
-
-    def _rolled_back(self, modules: int, exc: Exception) -> WarehouseError:
-        """Roll the batch's transaction back; the error that says so."""
-        self.open = False
-        with contextlib.suppress(duckdb.Error):
-            self.con.execute("ROLLBACK")
-        return WarehouseError(
-            f"could not write {modules} modules and their batch's OOM events and"
-            f" snapshots to the warehouse: {exc}. Nothing of them was written; what was"
-            " committed before is intact."
-        )
 
     @property
     def worth_writing(self) -> bool:
@@ -470,19 +394,33 @@ class ModuleWriter(ModuleBuffer):
         return self.full
 
     def write(self, batch: Batch) -> int:
-        if batch.streamed and not self.open:  # a part failed: its error was raised
-            raise WarehouseError("the batch's transaction was rolled back; nothing written")
         if batch.empty:
             return 0
+        modules = pa.Table.from_pylist(
+            batch.modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
+        )
         label_rows = self.new_label_rows(batch)
         event_label_rows = self.new_event_label_rows(batch)
         snapshot_label_rows = self.new_snapshot_label_rows(batch)
         con = self.con
         try:
-            self._begin()
-            rest = batch.split_part()
-            if rest.modules:
-                self._insert_modules(rest)
+            con.execute("BEGIN TRANSACTION")
+            if self.run_row is not None:
+                insert_arrow(
+                    con,
+                    "runs",
+                    pa.Table.from_pylist(
+                        [self.run_row], schema=arrow_schema(TABLES_BY_NAME["runs"])
+                    ),
+                )
+            insert_arrow(con, "modules", modules)
+            # Tables stored sorted go last: their sorted copy is made once the rest of the
+            # batch is let go.
+            for name in sorted(batch.tables, key=lambda n: bool(TABLES_BY_NAME[n].stored_order)):
+                # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
+                # copy are not held at once longer than one table at a time.
+                insert_arrow(con, name, batch.pop_table(name))
+                memory.release()
             if batch.modules:
                 _derive_batch(con, [m["module_id"] for m in batch.modules])
             if label_rows:
@@ -532,9 +470,14 @@ class ModuleWriter(ModuleBuffer):
                     ),
                 )
             con.execute("COMMIT")
-            self.open = False
         except duckdb.Error as exc:
-            raise self._rolled_back(len(batch.modules), exc) from None
+            with contextlib.suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            raise WarehouseError(
+                f"could not write {len(batch.modules)} modules and their batch's OOM events and"
+                f" snapshots to the warehouse: {exc}. Nothing of them was written; what was"
+                " committed before is intact."
+            ) from None
         written = len(batch.modules)
         self.run_row = None
         return written
