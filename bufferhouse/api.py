@@ -5,14 +5,16 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bufferhouse import queries
-from bufferhouse.compare import DiffResult, diff
 from bufferhouse.errors import DumpError
 from bufferhouse.load import IngestReport, ModuleOutcome, ingest_paths
 from bufferhouse.schema.warehouse import connect as _connect
 from bufferhouse.schema.warehouse import connect_sealed
+
+if TYPE_CHECKING:
+    from bufferhouse.compare import DiffResult, diff
 
 __all__ = [
     "DiffResult",
@@ -24,6 +26,16 @@ __all__ = [
     "query",
     "sql",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """`diff` and `DiffResult`, imported on first use: an ingest need not import
+    compare (0.045 s)."""
+    if name in ("diff", "DiffResult"):
+        from bufferhouse import compare
+
+        return getattr(compare, name)
+    raise AttributeError(f"module 'bufferhouse.api' has no attribute {name!r}")
 
 
 def ingest(

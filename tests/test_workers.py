@@ -283,7 +283,7 @@ def test_a_worker_dying_between_wait_and_submit_loses_no_module(tmp_path, monkey
     assert not Path(directory).exists()
 
 
-def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch):
+def test_the_default_is_workers_for_many_modules_or_many_bytes_given_three_cores(tree, monkeypatch):
     ingest_stage = sys.modules["bufferhouse.load.schedule"]  # where the thresholds live
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     groups = discover([tree])
@@ -291,9 +291,12 @@ def test_the_default_is_workers_for_many_modules_or_many_bytes(tree, monkeypatch
     assert ingest_stage.parser_processes(groups, None) == 1  # a few small modules
     assert ingest_stage.parser_processes(groups, 3) == 3  # as asked
     many = groups * (ingest_stage.PARALLEL_MIN_MODULES // len(groups) + 1)
-    assert ingest_stage.parser_processes(many, None) == 4
+    assert ingest_stage.parser_processes(many, None) == 3  # a core for the writer
     monkeypatch.setattr(ingest_stage, "PARALLEL_MIN_BYTES", 1)
-    assert ingest_stage.parser_processes(groups, None) == 4
+    assert ingest_stage.parser_processes(groups, None) == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # one parser: the writer has the other
+    assert ingest_stage.parser_processes(many, None) == 1
+    assert ingest_stage.parser_processes(many, 2) == 2  # as asked
 
 
 def test_the_help_states_the_default_from_its_thresholds():

@@ -34,7 +34,8 @@ from bufferhouse.render import human_bytes
     type=click.IntRange(min=1),
     default=None,
     help=(
-        "Parser processes (default: all cores; one for fewer than "
+        "Parser processes (default: one per core but the writer's; one on two cores; "
+        "one for fewer than "
         f"{PARALLEL_MIN_MODULES} modules holding less than "
         f"{PARALLEL_MIN_BYTES >> 20} MiB of dumps)."
     ),

@@ -17,9 +17,9 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
-import pyarrow as pa
 
 from bufferhouse.errors import (
     BufferhouseError,
@@ -31,6 +31,9 @@ from bufferhouse.errors import (
 )
 from bufferhouse.render import RenderOptions, render
 from bufferhouse.schema.warehouse import ENV_DB
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DB_HELP = f"Warehouse file (default: ${ENV_DB} or ./bufferhouse.duckdb)."
 #: Exit status when the data says no: a bad dump, an unknown module, event, snapshot or label.

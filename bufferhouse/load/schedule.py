@@ -11,21 +11,32 @@ from bufferhouse.parse.reader import stored_size
 #: Below this many bytes of dump files and PARALLEL_MIN_MODULES modules, the
 #: default is one process (see parser_processes).
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
-#: A small module costs a parser ~10 ms of fixed work, so many small ones repay
-#: the second the worker processes take to start (1,134 corpus modules, 22 MB:
-#: 14.8-17.6 s in one process, 11.3-12.6 s in two).
+#: A small module costs a parser fixed work, so many small ones repaid the second the
+#: worker processes take to start when the parse was 3x slower (1,134 corpus modules,
+#: 22 MB: 14.8-17.6 s in one process, 11.3-12.6 s in two; on 2 cores no longer, below).
 PARALLEL_MIN_MODULES = 256
+#: Cores the writer keeps busy while workers parse: the main process receives the
+#: tables, stages them and inserts them into DuckDB, one batch at a time.
+WRITER_CORES = 1
 
 
 def parser_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
-    """How many processes parse `groups`: `jobs`, or by default all cores (one for small
-    inputs: worker processes take about a second to start), never more than modules."""
+    """How many processes parse `groups`: `jobs`, or by default one per core left by the
+    writer (one where that is fewer than two, or for small inputs: worker processes
+    take about a second to start), never more than modules.
+
+    With two cores, workers cost CPU and buy no wall: the writer holds the other core.
+    Measured on 2 cores, whole process tree, --jobs 1 vs 2 alternated: the ten 21 MB
+    modules 7.3-7.9 vs 9.6-9.7 CPU-s (wall 6.9 vs 7.0 s quiet, worse under load);
+    756 corpus modules (29 MB) 9.2-10.0 vs 13.4-15.0 CPU-s, wall 13-19 vs 23-33 s.
+    """
     if jobs is None:
+        cores = (os.cpu_count() or 1) - WRITER_CORES
         small = (
             len(groups) < PARALLEL_MIN_MODULES
             and sum(map(input_bytes, groups)) < PARALLEL_MIN_BYTES
         )
-        jobs = 1 if small else os.cpu_count() or 1
+        jobs = 1 if small or cores < 2 else cores
     return max(1, min(jobs, len(groups) or 1))
 
 

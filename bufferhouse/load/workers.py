@@ -94,6 +94,11 @@ def parse_in_workers(
     wait and the next submit, in that submit (the module stays queued).
     """
     ctx = multiprocessing.get_context("forkserver" if os.name != "nt" else "spawn")
+    if isinstance(ctx, multiprocessing.context.ForkServerContext):
+        # The fork server imports the parser once and each worker is a fork of it; by
+        # default it imports the main script, which (the CLI importing commands lazily)
+        # holds no parser, and every worker imported it again.
+        ctx.set_forkserver_preload([__name__])
     directory = handoff.make_directory()
 
     def new_pool(workers: int) -> ProcessPoolExecutor:
