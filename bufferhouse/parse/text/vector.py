@@ -85,34 +85,40 @@ def _chunks(path: str) -> Iterator[tuple[int, pa.LargeStringArray]]:
     """(index of the first line, lines without their newlines) for ~16 MiB of whole lines at a time.
 
     Reading a chunk at a time keeps a large dump's text out of memory: only
-    what is extracted from it stays, in its final types (see _scan_file).
+    what is extracted from it stays, in its final types (see _scan_file). The
+    chunks are read into one buffer, reused: the lines are split out of it in place
+    and the unended last line moved to its front (joining and slicing a fresh
+    chunk copied it twice more: 0.24 of 0.33 CPU-s on a 208 MB module).
     """
     first = 0
-    rest = b""
-    pending: list[bytes] = []  # pieces of a line longer than a chunk, joined once
+    buf = bytearray(_CHUNK)
+    held = 0  # bytes at the front of buf: a line not yet ended
     with open_dump(path) as f:
         while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
+            if held == len(buf):  # a line longer than the buffer
+                buf.extend(bytes(len(buf)))
+            with memoryview(buf) as view:
+                got = f.readinto(view[held:])
+            if not got:
                 break
-            if b"\n" not in chunk:
-                pending.append(chunk)  # no whole line yet (rest + chunk was quadratic)
+            end = held + got
+            cut = buf.rfind(b"\n", held, end) + 1  # a newline among the bytes just read
+            held = end
+            if not cut:
                 continue
-            chunk = b"".join([rest, *pending, chunk])
-            pending = []
-            cut = chunk.rfind(b"\n") + 1
-            rest = chunk[cut:]
-            lines = _lines(chunk[:cut])
+            with memoryview(buf) as view:
+                lines = _lines(view[:cut])
+            buf[: end - cut] = buf[cut:end]
+            held = end - cut
             yield first, lines
             first += len(lines)
-    rest = b"".join([rest, *pending])
-    if rest:
-        yield first, _lines(rest + b"\n")  # a last line without its newline
+    if held:
+        yield first, _lines(bytes(buf[:held]) + b"\n")  # a last line without its newline
     elif first == 0:
         raise Irregular("empty")  # the reference reads and words it
 
 
-def _lines(text: bytes) -> pa.LargeStringArray:
+def _lines(text: bytes | memoryview) -> pa.LargeStringArray:
     """The newline-terminated lines of `text`, without their line ends (CRLF read as LF),
     as an Arrow column; what the line reader must word (a lone CR, a NUL, invalid UTF-8)
     is irregular."""
