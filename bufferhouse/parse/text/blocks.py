@@ -99,7 +99,7 @@ class UsedBlocks:
         if self.carry is not None and len(self.carry):
             lines = pa.concat_arrays([self.carry, lines])
             numbers = np.concatenate([self.carry_lines, numbers])
-        block_starts = np.flatnonzero(pc.starts_with(lines, "<").to_numpy(zero_copy_only=False))
+        block_starts = native.starting_with(lines, (b"<",))  # pc.starts_with: 0.06 CPU-s, 208 MB
         cut = int(block_starts[-1]) if len(block_starts) else 0
         self.carry, self.carry_lines = lines[cut:], numbers[cut:]
         if cut:
