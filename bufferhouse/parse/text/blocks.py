@@ -96,10 +96,18 @@ class UsedBlocks:
     def feed(self, lines: pa.Array, at: int) -> None:
         """Lines of the section; `at` is the 0-based file line index of lines[0]."""
         lines, numbers = unglue(lines, at + np.arange(len(lines), dtype=np.int64))
-        if self.carry is not None and len(self.carry):
-            lines = pa.concat_arrays([self.carry, lines])
-            numbers = np.concatenate([self.carry_lines, numbers])
         block_starts = native.starting_with(lines, (b"<",))  # pc.starts_with: 0.06 CPU-s, 208 MB
+        if self.carry is not None and len(self.carry):
+            # The carried block ends where the first block here starts: only its lines are
+            # joined to it (joining the whole chunk's copied it, 0.03-0.2 CPU-s on 208 MB).
+            head = int(block_starts[0]) if len(block_starts) else len(lines)
+            carried = pa.concat_arrays([self.carry, lines[:head]])
+            carried_lines = np.concatenate([self.carry_lines, numbers[:head]])
+            if head == len(lines):
+                self.carry, self.carry_lines = carried, carried_lines
+                return
+            self._submit(carried, carried_lines, last=False)
+            lines, numbers, block_starts = lines[head:], numbers[head:], block_starts - head
         cut = int(block_starts[-1]) if len(block_starts) else 0
         self.carry, self.carry_lines = lines[cut:], numbers[cut:]
         if cut:
