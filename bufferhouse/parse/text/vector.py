@@ -324,8 +324,10 @@ def _allocations(
     attributes: dict[str, tuple[int, tuple]],
 ) -> pa.Table:
     """The `allocation N: size S, ...:` headers (native.allocations' columns); each distinct
-    attribute list is parsed once (`attributes` keeps them from piece to piece)."""
-    rests = pc.dictionary_encode(found["rest"].combine_chunks())
+    attribute list is parsed once (`attributes` keeps them from piece to piece), its
+    parameter number apart (_parameters)."""
+    numbers, rest = _parameters(found["rest"].combine_chunks())
+    rests = pc.dictionary_encode(rest)
     first = first_occurrences(rests.indices.to_numpy())
     parsed = []
     for row, rest in zip(first, rests.dictionary.to_pylist()):
@@ -344,6 +346,7 @@ def _allocations(
     }
     address = found["address"]
     columns.update(
+        parameter_number=pc.coalesce(numbers, columns["parameter_number"]),
         index=found["index"],
         size=found["size"],
         color=pc.take(pa.array(colors, pa.int64()), rests.indices),
@@ -351,6 +354,21 @@ def _allocations(
         address=pc.if_else(pc.equal(address, ""), None, address),
     )
     return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
+
+
+#: A parameter's number in an allocation's attribute list (after its color, if any), and
+#: a number of at most 18 digits (a longer one is parsed, and worded, as the rest is).
+_PARAMETER = r"^((?:, color [0-9]+)?, parameter )[0-9]{1,18}($|[^0-9])"
+_PARAMETER_NUMBER = r"^(?:, color [0-9]+)?, parameter (?P<n>[0-9]{1,18})(?:$|[^0-9])"
+
+
+def _parameters(rests: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Each attribute list's parameter number (null if none), and the list with that number
+    made 0: lists that differ only by it are parsed once (the 208 MB module's 172k
+    allocations have 34k distinct lists, 103 without their numbers: 0.2 CPU-s of Python)."""
+    number = pc.struct_field(pc.extract_regex(rests, _PARAMETER_NUMBER), [0])
+    rest = pc.replace_substring_regex(rests, _PARAMETER, r"\10\2", max_replacements=1)
+    return pc.cast(number, pa.int64()), rest
 
 
 #: The ` value:` lines of a piece, before their allocations are known.
