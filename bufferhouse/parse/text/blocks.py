@@ -36,6 +36,15 @@ def ordinals(groups: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - run_start
 
 
+def _whole_blocks(letters: np.ndarray, last: bool) -> bool:
+    """The lines' letters make whole blocks (grammar.BLOCKS), and blank lines only where
+    the section ends (BLOCKS_TO_END). Matched by RE2: Python's re took 0.1 CPU-s over
+    2.8M letters, RE2 0.005."""
+    pattern = (g.BLOCKS_TO_END if last else g.BLOCKS).pattern.decode()
+    text = pa.array([letters.tobytes()], pa.large_binary())
+    return pc.match_substring_regex(text, f"^(?:{pattern})$")[0].as_py()
+
+
 T = TypeVar("T")
 
 
