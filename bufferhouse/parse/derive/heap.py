@@ -121,6 +121,21 @@ def _last_rows(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct[keep], rows[keep]
 
 
+def value_rows(values: pa.Table, assignments: pa.Table) -> pa.Array:
+    """Each assignment's row in `values` (one row per value id), null where none: by binary
+    search where the ids ascend, as a text reading's do (index_in: 63 ms cold on 372k
+    values, 19 ms this way; derive wants it twice)."""
+    ids = values["value_id"].to_numpy()
+    if len(ids) and values["value_id"].null_count == 0 and np.all(ids[1:] > ids[:-1]):
+        wanted = assignments["value_id"]
+        if wanted.null_count == 0:
+            want = wanted.to_numpy()
+            at = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
+            return pa.array(at.astype(np.int32), mask=ids[at] != want)
+    where = pc.index_in(assignments["value_id"], value_set=values["value_id"])
+    return where.combine_chunks() if isinstance(where, pa.ChunkedArray) else where
+
+
 def sum_exact(numbers: np.ndarray) -> int:
     """The exact sum, as Python's: past int64 too."""
     if len(numbers) and int(numbers.max()) >= np.iinfo(np.int64).max // len(numbers):
