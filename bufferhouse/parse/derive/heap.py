@@ -90,13 +90,11 @@ def _ranges(
         if ids.null_count == 0
         else pc.fill_null(ids, -1).to_numpy()
     )
-    where = pc.index_in(value_ids, value_set=pa.array(last[0])).to_numpy(zero_copy_only=False)
-    found = ~np.isnan(where) if where.dtype.kind == "f" else np.ones(len(where), dtype=bool)
-    rows = (
-        last[1][np.where(found, np.nan_to_num(where), 0).astype(np.int64)]
-        if len(last[1])
-        else np.zeros(len(where), dtype=np.int64)
-    )
+    # The distinct ids ascend: binary search, not index_in (0.08 CPU-s on 372k values).
+    keys, ids_of = last[0], pc.fill_null(value_ids, -1).to_numpy()  # -1 is never a key
+    at = np.minimum(np.searchsorted(keys, ids_of), max(len(keys) - 1, 0))
+    found = keys[at] == ids_of if len(keys) else np.zeros(len(ids_of), dtype=bool)
+    rows = last[1][at] if len(keys) else np.zeros(len(ids_of), dtype=np.int64)
     start = (
         live_ranges["start_time"].to_numpy()
         if live_ranges.num_rows
