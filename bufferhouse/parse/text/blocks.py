@@ -149,8 +149,7 @@ class UsedBlocks:
         """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
         read = native.used_blocks(section, g.BLOCK_LETTERS)
         kind = read.letters
-        # Blank lines only where the section ends.
-        if not (g.BLOCKS_TO_END if last else g.BLOCKS).fullmatch(kind.tobytes()):
+        if not _whole_blocks(kind, last):
             raise Irregular("Used values block structure")
         if last:
             self.blank_end = bool(len(kind)) and kind[-1] == ord("b")
