@@ -366,9 +366,14 @@ def _parameters(rests: pa.Array) -> tuple[pa.Array, pa.Array]:
     """Each attribute list's parameter number (null if none), and the list with that number
     made 0: lists that differ only by it are parsed once (the 208 MB module's 172k
     allocations have 34k distinct lists, 103 without their numbers: 0.2 CPU-s of Python)."""
-    number = pc.struct_field(pc.extract_regex(rests, _PARAMETER_NUMBER), [0])
-    rest = pc.replace_substring_regex(rests, _PARAMETER, r"\10\2", max_replacements=1)
-    return pc.cast(number, pa.int64()), rest
+    has = pc.match_substring(rests, ", parameter ")  # the regexes on these only: 60 -> 39 ms
+    some = rests.filter(has)
+    number = pc.struct_field(pc.extract_regex(some, _PARAMETER_NUMBER), [0])
+    rest = pc.replace_substring_regex(some, _PARAMETER, r"\10\2", max_replacements=1)
+    return (
+        pc.replace_with_mask(pa.nulls(len(rests), pa.int64()), has, pc.cast(number, pa.int64())),
+        pc.replace_with_mask(rests, has, rest),
+    )
 
 
 #: The ` value:` lines of a piece, before their allocations are known.
