@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import assume, example, given, settings
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.text import grammar as g
 from bufferhouse.parse.text import native
-from bufferhouse.parse.text.blocks import UsedBlocks
+from bufferhouse.parse.text.blocks import UsedBlocks, _whole_blocks
 from bufferhouse.parse.text.native import Irregular
 from bufferhouse.parse.text.scan import LineReader
 
@@ -255,3 +256,17 @@ def test_blocks_as_the_line_reader_reads_them(blocks: tuple[list[str], bool], cu
     for name in ("used", "positions", "uses"):
         assert got[name].combine_chunks().equals(getattr(want, name)), name
     assert features == want_features
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    letters=st.lists(
+        st.sampled_from(["hPiUf", "hPiiUn", "hPiU", "hPiUif", "b", *"hPiUnfbx\n"]), max_size=12
+    ).map("".join),
+    last=st.booleans(),
+)
+@example(letters="hPiUf\n", last=False)  # RE2's $ is the text's end, as fullmatch's
+def test_whole_blocks_match_as_the_grammar_pattern_does(letters, last):
+    """blocks._whole_blocks runs grammar.BLOCKS under RE2; it accepts what the pattern does."""
+    want = (g.BLOCKS_TO_END if last else g.BLOCKS).fullmatch(letters.encode()) is not None
+    assert _whole_blocks(np.frombuffer(letters.encode(), np.uint8), last) == want

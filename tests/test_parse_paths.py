@@ -129,6 +129,32 @@ def test_glued_lines_split_as_the_reference_splits_them(tmp_path, old, new):
     assert _outcome(files, "vector") == _outcome(files, "lines")
 
 
+@pytest.mark.parametrize(
+    "new",
+    [
+        "parameter 007,",  # leading zeros
+        "color 2, parameter 1,",  # after a color
+        "parameter 999999999999999999,",  # 18 digits: read as a column
+        "parameter 9999999999999999999,",  # 19 digits: past int64, worded
+        "parameter 123456789012345678901,",  # past 18 digits, read with the rest
+        "parameter 1x,",  # digits then no ', '
+        "parameter ,",  # no digits
+        "maybe-live-out, parameter 5,",  # not first: read with the rest
+    ],
+)
+def test_parameter_numbers_read_apart_read_as_the_reference_reads_them(tmp_path, new):
+    """The column reader parses allocation attribute lists once per list without its
+    parameter number (vector._parameters); every form of that number reads as the line
+    reader reads it, in every allocation at once or in one."""
+    sample = next(p for p in sorted(SAMPLES.glob("*.txt")) if ", parameter 1," in p.read_text())
+    text = sample.read_text()
+    for count in (1, -1):
+        path = tmp_path / f"p{count}-buffer-assignment.txt"
+        path.write_text(text.replace(", parameter 1,", ", " + new, count))
+        files = ModuleFiles(str(tmp_path), f"p{count}", buffer_assignment=str(path))
+        assert _outcome(files, "vector") == _outcome(files, "lines")
+
+
 def test_the_vectorized_scanner_reads_dumps_inside_logs():
     """A module's files inside a log of `--xla_dump_to=-` output are read as files are."""
     members = [g for g in GROUPS if "::" in g.buffer_assignment]

@@ -4,6 +4,7 @@ warehouse when it fills a column from the rows it holds. Declared once, here."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -30,5 +31,5 @@ def static_buffers(allocations: pa.Table, assignments: pa.Table) -> pa.Table:
     order = [("allocation_index", "ascending"), ("size", "descending"), ("value_id", "ascending")]
     placed = placed.sort_by(order)
     index = placed["allocation_index"].to_numpy()
-    first = [0] + [i for i in range(1, len(index)) if index[i] != index[i - 1]]
+    first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])  # a Python loop: 0.04 CPU-s
     return placed.select(["value_id", "size"]).take(pa.array(first, pa.int64()))

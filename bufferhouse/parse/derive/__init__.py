@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.derive.fingerprint import assignment_fingerprint
-from bufferhouse.parse.derive.heap import SpaceSweep, sum_exact, sweep
+from bufferhouse.parse.derive.heap import SpaceSweep, sum_exact, sweep, value_rows
 from bufferhouse.parse.derive.xla import XlaPeaks, xla_peaks
 from bufferhouse.parse.model import Reading
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema
@@ -136,7 +136,8 @@ def derive(reading: Reading, origin: Origin) -> Derived:
     temp = temp_mask(allocations)
     _check_preallocated(allocations, temp, origin)
     is_temp = temp.to_numpy(zero_copy_only=False)
-    swept, most = _sweep(reading, is_temp)
+    value_row = value_rows(tables["hlo_values"], tables["assignments"])
+    swept, most = _sweep(reading, is_temp, value_row)
     if allocations.num_rows >= RELEASE_MIN_ALLOCATIONS:
         # The sweep's scratch goes back before the fingerprint's: on the 500 MB module
         # (423K allocations) both held at once were the ingest's peak, ~1,020 MiB.
@@ -154,7 +155,7 @@ def derive(reading: Reading, origin: Origin) -> Derived:
     tables["allocations"] = allocations
     tables["heap_peaks"] = _heap_peaks_table(heap_rows)
     xla = xla_peaks(allocations, tables["assignments"], tables["heap_events"])
-    row = _module_row(reading, origin, heap_rows, xla, tables)
+    row = _module_row(reading, origin, heap_rows, xla, tables, value_row)
     return Derived(row, tables, warnings)
 
 
@@ -171,16 +172,17 @@ def _check_preallocated(allocations: pa.Table, temp: pa.Array, origin: Origin) -
         )
 
 
-def _sweep(reading: Reading, is_temp: np.ndarray) -> tuple[dict[int, SpaceSweep], pa.Array]:
+def _sweep(
+    reading: Reading, is_temp: np.ndarray, value_row: pa.Array
+) -> tuple[dict[int, SpaceSweep], pa.Array]:
     """The live-range sweep where the reading has live ranges; else no space, and each
-    allocation's own most unknown."""
+    allocation's own most unknown. `value_row`: each assignment's row in hlo_values."""
     tables = reading.tables
     allocations = tables["allocations"]
     if not reading.facts.has_live_ranges or "live_ranges" not in tables:
         return {}, pa.nulls(allocations.num_rows, pa.int64())
     values, assignments = tables["hlo_values"], tables["assignments"]
-    where = pc.index_in(assignments["value_id"], value_set=values["value_id"])
-    is_tuple = pc.take(values["is_tuple"], where)
+    is_tuple = pc.take(values["is_tuple"], value_row)
     live = tables["live_ranges"]
     return sweep(allocations, is_temp, assignments, is_tuple, live, reading.facts.schedule_length)
 
@@ -289,6 +291,7 @@ def _module_row(
     heap_rows: list[_HeapPeak],
     xla: XlaPeaks,
     tables: dict[str, pa.Table],
+    value_row: pa.Array,
 ) -> ModuleRow:
     facts = reading.facts
     values = tables["hlo_values"]
@@ -328,6 +331,6 @@ def _module_row(
         peak_source=space0.peak_source if space0 else None,
         xla_peak_bytes=xla_peak,
         trace_peak_bytes=xla.with_traces,
-        assignment_fingerprint=assignment_fingerprint(tables),
+        assignment_fingerprint=assignment_fingerprint(tables, value_row),
         source_kind=reading.form,
     )

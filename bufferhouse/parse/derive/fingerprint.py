@@ -9,10 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bufferhouse.parse.derive.heap import value_rows
+
 __all__ = ["assignment_fingerprint"]
 
 
-def assignment_fingerprint(tables: dict[str, pa.Table]) -> str:
+def assignment_fingerprint(tables: dict[str, pa.Table], value_row: pa.Array | None = None) -> str:
     """A SHA-256 of the buffer assignment as both text and proto carry it, so the same
     compile seen as a dump, a proto or inside a profile has the same fingerprint.
 
@@ -20,6 +22,7 @@ def assignment_fingerprint(tables: dict[str, pa.Table]) -> str:
     constant, thread-local, maybe-live-out) and each placement's (value id, defining
     instruction, shape index, allocation, offset, size). Not file names, metadata or
     instruction ids (a profile's HloProto renumbers them). Computed on whole columns.
+    `value_row`: heap.value_rows of the tables, when the caller has it.
     """
     h = hashlib.sha256(b"bufferhouse-assignment-v1\n")
     allocs = tables["allocations"].sort_by("allocation_index")
@@ -48,7 +51,8 @@ def assignment_fingerprint(tables: dict[str, pa.Table]) -> str:
             ("byte_offset", "ascending"),
         ],
     )
-    value_row = pc.index_in(asg["value_id"], value_set=values["value_id"])  # one row per id
+    if value_row is None:
+        value_row = value_rows(values, asg)
     for start in range(0, len(order), HASH_ROWS):
         rows = order.slice(start, HASH_ROWS)
         found = pc.take(value_row, rows)

@@ -90,13 +90,11 @@ def _ranges(
         if ids.null_count == 0
         else pc.fill_null(ids, -1).to_numpy()
     )
-    where = pc.index_in(value_ids, value_set=pa.array(last[0])).to_numpy(zero_copy_only=False)
-    found = ~np.isnan(where) if where.dtype.kind == "f" else np.ones(len(where), dtype=bool)
-    rows = (
-        last[1][np.where(found, np.nan_to_num(where), 0).astype(np.int64)]
-        if len(last[1])
-        else np.zeros(len(where), dtype=np.int64)
-    )
+    # The distinct ids ascend: binary search, not index_in (0.08 CPU-s on 372k values).
+    keys, ids_of = last[0], pc.fill_null(value_ids, -1).to_numpy()  # -1 is never a key
+    at = np.minimum(np.searchsorted(keys, ids_of), max(len(keys) - 1, 0))
+    found = keys[at] == ids_of if len(keys) else np.zeros(len(ids_of), dtype=bool)
+    rows = last[1][at] if len(keys) else np.zeros(len(ids_of), dtype=np.int64)
     start = (
         live_ranges["start_time"].to_numpy()
         if live_ranges.num_rows
@@ -119,6 +117,21 @@ def _last_rows(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     rows = len(ids) - 1 - first_in_reverse
     keep = distinct != -1
     return distinct[keep], rows[keep]
+
+
+def value_rows(values: pa.Table, assignments: pa.Table) -> pa.Array:
+    """Each assignment's row in `values` (one row per value id), null where none: by binary
+    search where the ids ascend, as a text reading's do (index_in: 63 ms cold on 372k
+    values, 19 ms this way; derive wants it twice)."""
+    ids = values["value_id"].to_numpy()
+    if len(ids) and values["value_id"].null_count == 0 and np.all(ids[1:] > ids[:-1]):
+        wanted = assignments["value_id"]
+        if wanted.null_count == 0:
+            want = wanted.to_numpy()
+            at = np.minimum(np.searchsorted(ids, want), len(ids) - 1)
+            return pa.array(at.astype(np.int32), mask=ids[at] != want)
+    where = pc.index_in(assignments["value_id"], value_set=values["value_id"])
+    return where.combine_chunks() if isinstance(where, pa.ChunkedArray) else where
 
 
 def sum_exact(numbers: np.ndarray) -> int:

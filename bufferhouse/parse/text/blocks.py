@@ -36,6 +36,15 @@ def ordinals(groups: np.ndarray) -> np.ndarray:
     return np.arange(n, dtype=np.int64) - run_start
 
 
+def _whole_blocks(letters: np.ndarray, last: bool) -> bool:
+    """The lines' letters make whole blocks (grammar.BLOCKS), and blank lines only where
+    the section ends (BLOCKS_TO_END). Matched by RE2: Python's re took 0.1 CPU-s over
+    2.8M letters, RE2 0.005."""
+    pattern = (g.BLOCKS_TO_END if last else g.BLOCKS).pattern.decode()
+    text = pa.array([letters.tobytes()], pa.large_binary())
+    return pc.match_substring_regex(text, f"^(?:{pattern})$")[0].as_py()
+
+
 T = TypeVar("T")
 
 
@@ -96,10 +105,18 @@ class UsedBlocks:
     def feed(self, lines: pa.Array, at: int) -> None:
         """Lines of the section; `at` is the 0-based file line index of lines[0]."""
         lines, numbers = unglue(lines, at + np.arange(len(lines), dtype=np.int64))
+        block_starts = native.starting_with(lines, (b"<",))  # pc.starts_with: 0.06 CPU-s, 208 MB
         if self.carry is not None and len(self.carry):
-            lines = pa.concat_arrays([self.carry, lines])
-            numbers = np.concatenate([self.carry_lines, numbers])
-        block_starts = np.flatnonzero(pc.starts_with(lines, "<").to_numpy(zero_copy_only=False))
+            # The carried block ends where the first block here starts: only its lines are
+            # joined to it (joining the whole chunk's copied it, 0.03-0.2 CPU-s on 208 MB).
+            head = int(block_starts[0]) if len(block_starts) else len(lines)
+            carried = pa.concat_arrays([self.carry, lines[:head]])
+            carried_lines = np.concatenate([self.carry_lines, numbers[:head]])
+            if head == len(lines):
+                self.carry, self.carry_lines = carried, carried_lines
+                return
+            self._submit(carried, carried_lines, last=False)
+            lines, numbers, block_starts = lines[head:], numbers[head:], block_starts - head
         cut = int(block_starts[-1]) if len(block_starts) else 0
         self.carry, self.carry_lines = lines[cut:], numbers[cut:]
         if cut:
@@ -132,8 +149,7 @@ class UsedBlocks:
         """Whole blocks; `numbers` holds each line's 0-based line index in the file."""
         read = native.used_blocks(section, g.BLOCK_LETTERS)
         kind = read.letters
-        # Blank lines only where the section ends.
-        if not (g.BLOCKS_TO_END if last else g.BLOCKS).fullmatch(kind.tobytes()):
+        if not _whole_blocks(kind, last):
             raise Irregular("Used values block structure")
         if last:
             self.blank_end = bool(len(kind)) and kind[-1] == ord("b")

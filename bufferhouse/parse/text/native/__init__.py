@@ -53,7 +53,7 @@ class Irregular(Exception):
     """Something the column reader does not read; the line reader will."""
 
 
-def split_lines(text: bytes) -> pa.LargeStringArray | None:
+def split_lines(text: bytes | memoryview) -> pa.LargeStringArray | None:
     """The newline-terminated lines of `text` without their line ends (CRLF read as LF),
     or None if one holds a lone CR, a NUL byte or invalid UTF-8."""
     split = _lines.split_lines(text)
