@@ -202,9 +202,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_allocations", "The BufferAssignment section kernel.", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__allocations(void) { return PyModule_Create(&module); }
+NATIVE_MODULE(_allocations, "The BufferAssignment section kernel.")

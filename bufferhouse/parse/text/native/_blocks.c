@@ -291,8 +291,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_blocks", "The Used values kernels.", -1, methods, NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__blocks(void) { return PyModule_Create(&module); }
+NATIVE_MODULE(_blocks, "The Used values kernels.")

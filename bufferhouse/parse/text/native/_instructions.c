@@ -629,9 +629,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_instructions", "The instruction texts' kernel.", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__instructions(void) { return PyModule_Create(&module); }
+NATIVE_MODULE(_instructions, "The instruction texts' kernel.")

@@ -293,9 +293,4 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_lines", "The line splitter and HloLiveRange kernels.", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__lines(void) { return PyModule_Create(&module); }
+NATIVE_MODULE(_lines, "The line splitter and HloLiveRange kernels.")

@@ -337,4 +337,12 @@ static inline int take_nonspace_to_end(Cur *c) {
     return 1;
 }
 
+/* The module object and init function of the extension `name`, whose file defines its
+ * `methods` table: the same six lines in every kernel file otherwise. */
+#define NATIVE_MODULE(name, doc)                                                       \
+    static struct PyModuleDef module = {                                               \
+        PyModuleDef_HEAD_INIT, #name, doc, -1, methods, NULL, NULL, NULL, NULL,        \
+    };                                                                                 \
+    PyMODINIT_FUNC PyInit_##name(void) { return PyModule_Create(&module); }
+
 #endif
