@@ -406,13 +406,7 @@ class ModuleWriter(ModuleBuffer):
         try:
             con.execute("BEGIN TRANSACTION")
             if self.run_row is not None:
-                insert_arrow(
-                    con,
-                    "runs",
-                    pa.Table.from_pylist(
-                        [self.run_row], schema=arrow_schema(TABLES_BY_NAME["runs"])
-                    ),
-                )
+                _insert_rows(con, "runs", [self.run_row])
             insert_arrow(con, "modules", modules)
             # Tables stored sorted go last: their sorted copy is made once the rest of the
             # batch is let go.
@@ -423,52 +417,26 @@ class ModuleWriter(ModuleBuffer):
                 memory.release()
             if batch.modules:
                 _derive_batch(con, [m["module_id"] for m in batch.modules])
-            if label_rows:
-                insert_arrow(
-                    con,
-                    "labels",
-                    pa.Table.from_pylist(label_rows, schema=arrow_schema(TABLES_BY_NAME["labels"])),
-                )
+            _insert_rows(con, "labels", label_rows)
             if batch.present_labels:
                 _insert_missing_labels(con, batch.present_labels, self.labels)
             if batch.replaced_events:
                 _delete_events(con, batch.replaced_events)
             for name, data in batch.event_tables().items():
                 insert_arrow(con, name, data)
-            if event_label_rows:
-                insert_arrow(
-                    con,
-                    "oom_labels",
-                    pa.Table.from_pylist(
-                        event_label_rows, schema=arrow_schema(TABLES_BY_NAME["oom_labels"])
-                    ),
-                )
+            _insert_rows(con, "oom_labels", event_label_rows)
             if batch.present_event_labels:
                 _insert_missing_labels(
                     con, batch.present_event_labels, self.labels, "oom_labels", "event_id"
                 )
             for name, data in batch.snapshot_tables().items():
                 insert_arrow(con, name, data)
-            if snapshot_label_rows:
-                insert_arrow(
-                    con,
-                    "runtime_labels",
-                    pa.Table.from_pylist(
-                        snapshot_label_rows, schema=arrow_schema(TABLES_BY_NAME["runtime_labels"])
-                    ),
-                )
+            _insert_rows(con, "runtime_labels", snapshot_label_rows)
             if batch.present_snapshot_labels:
                 _insert_missing_labels(
                     con, batch.present_snapshot_labels, self.labels, "runtime_labels", "snapshot_id"
                 )
-            if batch.diagnostics:
-                insert_arrow(
-                    con,
-                    "diagnostics",
-                    pa.Table.from_pylist(
-                        batch.diagnostics, schema=arrow_schema(TABLES_BY_NAME["diagnostics"])
-                    ),
-                )
+            _insert_rows(con, "diagnostics", batch.diagnostics)
             con.execute("COMMIT")
         except duckdb.Error as exc:
             with contextlib.suppress(duckdb.Error):
@@ -509,6 +477,14 @@ def _delete_events(con: duckdb.DuckDBPyConnection, event_ids: list[int]) -> None
         con.execute(
             f"DELETE FROM {quote_identifier(table)} WHERE event_id IN (SELECT unnest(?))",
             [event_ids],
+        )
+
+
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -> None:
+    """Append `rows` (Python dicts: runs, labels, diagnostics) to `table`, if any."""
+    if rows:
+        insert_arrow(
+            con, table, pa.Table.from_pylist(rows, schema=arrow_schema(TABLES_BY_NAME[table]))
         )
 
 
