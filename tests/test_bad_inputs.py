@@ -139,6 +139,9 @@ def test_case(batches, case: Case):
     if case.expected.get("outcome") == "loaded":
         assert outcome.status == "loaded", outcome.error
         _assert_same_rows(batch.db, outcome.module_id, case.expected["same_as"])
+        if "warning" in case.expected:  # what a newer XLA wrote: kept, and said where
+            said = [(w.line, case.expected["warning"] in w.message) for w in outcome.warnings]
+            assert said == [(int(case.expected["warning_line"]), True)], outcome.warnings
         return
     assert outcome.status == "failed", f"{case.name} loaded: {outcome.warnings}"
     error = outcome.error

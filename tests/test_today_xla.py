@@ -140,9 +140,7 @@ def test_the_warning_lands_in_diagnostics_with_its_text_and_strict_refuses_it(tm
     ((severity, line, message, text),) = con.execute(
         "SELECT severity, line, message, text FROM diagnostics"
     ).fetchall()
-    ((kept,),) = con.execute(
-        "SELECT DISTINCT unknown_attributes FROM allocations"
-    ).fetchall()
+    ((kept,),) = con.execute("SELECT DISTINCT unknown_attributes FROM allocations").fetchall()
     con.close()
     assert (severity, line, text, kept) == ("warning", 2, "numa-node 1", "numa-node 1")
     assert "numa-node 1" in message
@@ -168,3 +166,64 @@ def test_a_malformed_attribute_is_a_located_error_in_both_readers(tmp_path, attr
     status, kind, name, line, message = lines
     assert (status, name, line) == ("error", ASSIGNMENT.name, 2)
     assert says in message
+
+
+def _insert_after(marker: str, new: str):
+    """An edit of the whole assignment file: `new` on a line of its own after `marker`."""
+
+    def edit(root: Path) -> None:
+        target = root / ASSIGNMENT.name
+        text = target.read_text()
+        assert marker in text
+        target.write_text(text.replace(marker, marker + new + "\n", 1))
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "marker, new",
+    [
+        ("BufferAssignment:", "Pages: 1 of 65536 KiB"),  # before the first allocation
+        (" value:", "Reserved scratch: 0 bytes"),  # after an allocation's first value
+        (
+            " value: <2 reduce_sum.5",
+            "Peak memory could not be determined (unbounded dynamic shape)",
+        ),
+    ],
+    ids=["section-start", "between-values", "file-end"],
+)
+def test_an_unknown_line_loads_with_a_warning_in_both_readers(tmp_path, marker, new):
+    # after the whole first line that starts with `marker`
+    marker = next(line for line in ASSIGNMENT.read_text().splitlines() if line.startswith(marker))
+    marker += "\n"
+    root = _copy(tmp_path)
+    _insert_after(marker, new)(root)
+    lines, columns = _read(root, "lines"), _read(root, "columns")
+    assert lines == columns
+    status, rows, warnings = lines
+    assert status == "ok", lines
+    ((kind, name, line, message, text),) = warnings
+    assert (kind, name, text) == ("UnknownInput", ASSIGNMENT.name, new)
+    assert ASSIGNMENT.read_text().splitlines()[line - 2] + "\n" == marker  # the line before
+    assert "unknown line" in message
+    (tmp_path / "plain").mkdir()
+    plain = _read(_copy(tmp_path / "plain"), "lines")[1]
+    for table in ("allocations", "hlo_values", "assignments", "live_ranges"):
+        got = [{k: v for k, v in r.items() if k != "line"} for r in rows[table]]
+        want = [{k: v for k, v in r.items() if k != "line"} for r in plain[table]]
+        assert got == want, table
+    strict = bufferhouse.ingest(str(root), db=str(tmp_path / "s.duckdb"), strict=True)
+    (failed,) = strict.failed
+    assert isinstance(failed.error, UnknownInput) and failed.error.line == line
+
+
+@pytest.mark.parametrize(
+    "new",
+    ["HloLiveRange", "allocation x", "Used values", "total bytes: 5", "Pages\\x01"],
+)
+def test_a_damaged_known_line_is_still_an_error(tmp_path, new):
+    root = _copy(tmp_path)
+    _insert_after("BufferAssignment:\n", new.replace("\\x01", "\x01"))(root)
+    lines, columns = _read(root, "lines"), _read(root, "columns")
+    assert lines == columns
+    assert lines[0] == "error" and lines[3] == 2, lines

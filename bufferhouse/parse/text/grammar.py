@@ -115,6 +115,21 @@ _CALLED = {
 }
 
 
+#: A line no kind above matches that a newer XLA may print between sections or between
+#: allocations: at column 0, a capitalised word that starts no known line, then text;
+#: at most UNKNOWN_LINE_MAX characters (docs/format.md §1). Kept and warned about.
+_UNKNOWN_LINE = re.compile(r"[A-Z][A-Za-z0-9_-]*(?:[ :][^\x00-\x1f]*)?")
+UNKNOWN_LINE_MAX = 500
+_LINE_WORDS = {prefix.split()[0].rstrip(":") for prefix, _ in SECTIONS} | {"allocation"}
+
+
+def unknown_line(line: str) -> bool:
+    """Whether an unmatched line is well formed enough to be a newer XLA's, not damage."""
+    if len(line) > UNKNOWN_LINE_MAX or not _UNKNOWN_LINE.fullmatch(line):
+        return False
+    return re.split(r"[ :]", line, maxsplit=1)[0] not in _LINE_WORDS
+
+
 def section_kind(line: str) -> str | None:
     """The section a marker line opens, None if the line is no marker."""
     for prefix, kind in SECTIONS:

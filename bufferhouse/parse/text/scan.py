@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from bufferhouse.errors import DumpError, ParseError
+from bufferhouse.errors import DumpError, ParseError, UnknownInput
 from bufferhouse.parse import model
 from bufferhouse.parse.model import Alloc
 from bufferhouse.parse.reader import read_lines
@@ -30,6 +30,13 @@ _WHERE = {
     "alloc": "BufferAssignment section: expected 'allocation N: size S...:' or ' value: ...'",
     "used": "Used values section",
     "between": "dump between sections",
+    "lr": "HloLiveRange section",
+}
+
+_CALLED_STATE = {
+    "alloc": "BufferAssignment section",
+    "between": "dump between sections",
+    "unknown": "dump between sections",
     "lr": "HloLiveRange section",
 }
 
@@ -173,6 +180,8 @@ class LineReader:
             self._block_line(path, lineno, line)
         elif state == "lr" and self._live_range_line(path, lineno, line):
             pass
+        elif state == "unknown" and (line.startswith(" ") or not line.strip()):
+            pass  # the body of a section a newer XLA prints: kept by its header's warning
         else:
             self._marker(path, lineno, line)
 
@@ -215,10 +224,24 @@ class LineReader:
             raise ParseError(
                 path, lineno, "expected 'BufferAssignment:' (not a buffer-assignment dump?)", line
             )
+        elif self.state in _CALLED_STATE and g.unknown_line(line):
+            self._unknown_line(path, lineno, line)
         else:
             raise ParseError(
                 path, lineno, f"unexpected line in the {_WHERE.get(self.state, 'dump')}", line
             )
+
+    def _unknown_line(self, path: str, lineno: int, line: str) -> None:
+        """A line a newer XLA prints (grammar.unknown_line): kept in its warning. Between
+        sections it may head a section of its own, whose indented lines it takes."""
+        where = _CALLED_STATE[self.state]
+        if self.state in ("between", "unknown"):
+            self.state = "unknown"
+            what = "unknown section (its indented lines skipped)"
+        else:
+            what = "unknown line"
+        message = f"{what} in the {where}, kept in diagnostics.text (a newer XLA?)"
+        self.warnings.append(UnknownInput(path, lineno, message, line))
 
     def end_file(self, path: str) -> None:
         state, block, last_line = self.state, self.block, self.last_line
