@@ -163,7 +163,7 @@ def test_a_malformed_attribute_is_a_located_error_in_both_readers(tmp_path, attr
     root = _copy(tmp_path, lambda line: line.replace(", page 0", f", page 0, {attribute}", 1))
     lines, columns = _read(root, "lines"), _read(root, "columns")
     assert lines == columns
-    status, kind, name, line, message = lines
+    status, _kind, name, line, message = lines
     assert (status, name, line) == ("error", ASSIGNMENT.name, 2)
     assert says in message
 
