@@ -56,6 +56,7 @@ class Fixture:
     profile: bool = False  # run under jax.profiler.trace and save a device memory profile
     libtpu_log: bool = False  # keep libtpu's own stderr log (memory lines)
     expect_oom: bool = False
+    full: bool = False  # keep every file XLA dumps (else only the memory-relevant ones)
 
 
 # --------------------------------------------------------------------------- programs
@@ -220,12 +221,14 @@ def _cpu(path, program, purpose, devices=1, **kw):
 
 
 def _tpu(path, target, program, purpose, **kw):
+    kw.setdefault("libtpu_log", True)
     return Fixture(path, "tpu", target, program, purpose=purpose, **kw)
 
 
 def _stage_cpu() -> list[Fixture]:
     return [
-        _cpu("cpu/mlp_bf16_donate", "mlp", "bf16 MLP training step, parameters donated"),
+        _cpu("cpu/mlp_bf16_donate", "mlp", "bf16 MLP training step, parameters donated",
+             full=True),
         _cpu("cpu/block_remat", "block", "transformer block + grad, jax.checkpoint(dots_saveable)"),
         _cpu("cpu/scan_loop", "scan", "lax.scan over 8 layers + grad: a while loop"),
         _cpu(
@@ -251,7 +254,7 @@ def _stage_tpu() -> list[Fixture]:
     for target, tag in (("v5e:1x1", "v5e"), ("v6e:1x1", "v6e")):
         out += [
             _tpu(f"tpu-{tag}/mlp_bf16_donate", target, "mlp", "bf16 MLP step, params donated",
-                 libtpu_log=tag == "v5e"),
+                 full=tag == "v5e"),
             _tpu(f"tpu-{tag}/block_remat", target, "block", "transformer block, dots_saveable"),
             _tpu(f"tpu-{tag}/scan_loop", target, "scan", "lax.scan + grad: a while loop"),
             _tpu(f"tpu-{tag}/offload_out", target, "offload_out",
@@ -264,7 +267,7 @@ def _stage_tpu() -> list[Fixture]:
         _tpu("tpu-v5e/padded_1000", "v5e:1x1", "padded", "a 1000 dimension padded by the tiles"),
         _tpu("tpu-v5e/oom_e1000", "v5e:1x1", "oom",
              "too big for v5e HBM: the E1000 CompileTimeHbmOom (compile-oom.log)",
-             expect_oom=True, libtpu_log=True),
+             expect_oom=True, full=True),
         _tpu("tpu-v5p/sharded_2x2", "v5p:2x2x1", "sharded", "4 chips, mesh 2x2: collectives",
              params={"mesh": "2x2"}),
         _tpu("tpu-v5p/mlp_bf16_donate", "v5p:2x2x1", "mlp", "bf16 MLP step on one v5p chip"),
@@ -386,7 +389,13 @@ def child(fx: Fixture, out: Path) -> None:
     fn, args, kw = PROGRAMS[fx.program](Ctx(_devices(fx)), **fx.params)
     record = {"fixture": asdict(fx), "jit_name": f"jit_{fn.__name__}", "module_name": None}
     inputs = _inputs(args) if fx.run else None
-    trace = jax.profiler.trace(str(out / "trace")) if fx.profile else contextlib.nullcontext()
+    options = jax.profiler.ProfileOptions()
+    options.python_tracer_level = 0  # no Python frames: small, and no machine paths
+    trace = (
+        jax.profiler.trace(str(out / "trace"), profiler_options=options)
+        if fx.profile
+        else contextlib.nullcontext()
+    )
     with trace:
         try:
             compiled = jax.jit(fn, **kw).trace(*args).lower().compile()
@@ -416,7 +425,14 @@ def _inputs(args):
 
 # --------------------------------------------------------------------------- parent
 
+LOG_RECORD = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ ]+:\d+\] ")
 KEEP_LOG = re.compile(r"hbm|vmem|smem|sflag|memory|requirement|usage|bytes|oom|exceed", re.I)
+#: dumped files that say nothing about memory, kept only in the `full` fixtures (size)
+NOT_MEMORY = re.compile(
+    r"\.(after_codegen\.(txt|hlo\.pb)|before_optimizations\.(txt|hlo\.pb)|flagfile"
+    r"|hlo_module_config\.txt|after_optimizations_(before|after)_buffer_assignment\.txt"
+    r"|oom_intermediate_module\.txt)$|^module\.mlir$"
+)
 PASS_DUMP = re.compile(r"^module_\d+\.[^/]*\.\d{4}\.[^/]*\.(after|before)_.*")
 
 
@@ -463,8 +479,7 @@ def make(fx: Fixture, lock: str | None) -> None:
         out = scratch / "out"
         _collect(scratch / "dump", out, fx)
         if fx.libtpu_log:
-            lines = [ln for ln in proc.stderr.splitlines() if KEEP_LOG.search(ln)]
-            (out / "libtpu-stderr.log").write_text("".join(ln + "\n" for ln in lines))
+            (out / "libtpu-stderr.log").write_text(_memory_records(proc.stderr))
         _scrub(out, scratch)
         rec = json.loads((out / "memory_analysis.json").read_text())
         rec["xla_flags"] = flags
@@ -475,12 +490,25 @@ def make(fx: Fixture, lock: str | None) -> None:
     print(f"{fx.path}: {sum(f.stat().st_size for f in dst.rglob('*') if f.is_file())} bytes")
 
 
+def _memory_records(log: str) -> str:
+    """The records of a glog stderr (a record: its `I1207 08:00:00.000 …]` line and the
+    lines that follow it) of which a line speaks of memory."""
+    records: list[list[str]] = []
+    for line in log.splitlines():
+        if LOG_RECORD.match(line) or not records:
+            records.append([])
+        records[-1].append(line)
+    kept = [r for r in records if any(KEEP_LOG.search(ln) for ln in r)]
+    return "".join(ln + "\n" for r in kept for ln in r)
+
+
 def _collect(dump: Path, out: Path, fx: Fixture) -> None:
     """The dump files into the fixture: pass-by-pass dumps and object files dropped."""
     if dump.exists():
         for f in dump.rglob("*"):
             rel = f.relative_to(dump)
-            if f.is_dir() or PASS_DUMP.match(f.name) or ".obj-file." in f.name:
+            dropped = PASS_DUMP.match(f.name) or ".obj-file." in f.name
+            if f.is_dir() or dropped or (not fx.full and NOT_MEMORY.search(f.name)):
                 continue
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(f), out / rel)
@@ -551,8 +579,15 @@ def _file_names_only(prof: Path) -> None:
     prof.write_bytes(gzip.compress(fixed, mtime=0))
 
 
+#: libtpu's own defaults, the same on every machine (its flagfile lists every flag)
+LIBTPU_DEFAULT_PATHS = re.compile(
+    rb"--xla_tpu_impure_(diagnostic_artifacts_dir=/tmp|offloaded_lowering_files_dir="
+    rb"/tmp/xla_tpu_offloaded_lowering)(?=\s)"
+)
+
+
 def _scrub(out: Path, scratch: Path) -> None:
-    """Refuse to publish a machine path or the host name."""
+    """Refuse to publish a machine path or the host name (libtpu's defaults excepted)."""
     bad = [str(scratch).encode(), str(Path.home()).encode(), b"/tmp/", b"/work/", b"/root/"]
     host = socket.gethostname().encode()
     for f in out.rglob("*"):
@@ -561,6 +596,7 @@ def _scrub(out: Path, scratch: Path) -> None:
         data = f.read_bytes()
         if data[:2] == b"\x1f\x8b":
             data = gzip.decompress(data)
+        data = LIBTPU_DEFAULT_PATHS.sub(b"", data)
         for b in bad:
             if b in data:
                 sys.exit(f"{f.relative_to(out)}: holds the machine path {b.decode()!r}")
@@ -600,13 +636,15 @@ directory below is the dump of ONE program compile (`--xla_dump_to=DIR
 --xla_dump_hlo_as_text --xla_dump_hlo_as_proto`, `--xla_dump_hlo_module_re` = the
 program unless the row says "helpers"), plus `memory_analysis.json`: every field of
 `compiled.memory_analysis()`, the jit name, the fixture's spec and XLA_FLAGS. TPU and
-GPU compiles are deviceless (`jax.experimental.topologies`). Kept: everything XLA
-dumps except pass-by-pass HLO dumps and CPU object files (`*.obj-file.*.o`).
+GPU compiles are deviceless (`jax.experimental.topologies`). Kept: the dump files
+that matter for memory; the rows marked "every dump file kept" also keep what
+does not (`{drop}`); none keeps pass-by-pass HLO dumps or CPU object files.
 Machine paths cut: HLO source paths by the canonicalization regex, pprof paths to
 file names, the profile's host name said as `host`, the dump directory `dump`
 (relative). `compile-oom.log`: the compile's exception text, verbatim.
-`libtpu-stderr.log`: libtpu's own stderr at `TPU_STDERR_LOG_LEVEL=0
-TPU_MIN_LOG_LEVEL=0`, only the lines matching `{keep}` (memory lines).
+`libtpu-stderr.log` (every TPU fixture): libtpu's own stderr at `TPU_STDERR_LOG_LEVEL=0
+TPU_MIN_LOG_LEVEL=0`, only the records (a glog line and its continuation lines) of which a line matches
+`{keep}`.
 Pairs for the diff-causes issue: `pairs/INDEX.md`. Figures in bytes.
 
 Remake: `python make_fixtures.py --stage cpu|tpu|gpu|pairs [--only PATH]
@@ -635,14 +673,14 @@ def write_index() -> None:
         fx = rec["fixture"]
         notes = [fx["purpose"]]
         notes += ["helpers kept"] if fx["helpers"] else []
-        notes += ["libtpu-stderr.log"] if (HERE / rel / "libtpu-stderr.log").exists() else []
+        notes += ["every dump file kept"] if fx.get("full") else []
         notes += ["compile-oom.log"] if rec["memory_analysis"] is None else []
         params = ", ".join(f"{k}={v}" for k, v in fx["params"].items()) or "defaults"
         cells = [f"`{rel}`", fx["backend"], fx["target"], f"{fx['program']} ({params})"]
         rows.append("| " + " | ".join(cells + [rec["jit_name"], "; ".join(notes)] + _row(rec)))
     head = ["dir", "backend", "target", "program", "jit", "what it exercises"]
     head += [n for n, _ in FIGURES]
-    text = INDEX_HEAD.format(keep=KEEP_LOG.pattern)
+    text = INDEX_HEAD.format(keep=KEEP_LOG.pattern, drop=NOT_MEMORY.pattern)
     text += "| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n"
     (HERE / "INDEX.md").write_text(text + "".join(r + " |\n" for r in rows))
     _write_pairs_index()
