@@ -276,10 +276,34 @@ def _stage_tpu() -> list[Fixture]:
     return out
 
 
+GPU_SPEC = "gpu-h100/h100_target_config.txtpb"
+GPU_DEVICE = b'device_description_str: "NVIDIA H100 80GB HBM3"'
+
+
+def gpu_spec() -> None:
+    """The H100's GpuTargetConfigProto text, as the CUDA plugin embeds it (XLA's
+    gpu_specs/*.txtpb, NUL-terminated in the .so), into GPU_SPEC."""
+    import jax_plugins.xla_cuda12 as plugin
+
+    (so,) = Path(plugin.__file__).parent.glob("*.so")
+    data = so.read_bytes()
+    at = data.index(GPU_DEVICE)
+    text = data[data.rindex(b"\0", 0, at) + 1 : data.index(b"\0", at)].decode()
+    if "stream_executor.GpuTargetConfigProto" not in text:
+        sys.exit(f"{so.name}: the text around {GPU_DEVICE!r} is no GpuTargetConfigProto")
+    (HERE / GPU_SPEC).parent.mkdir(parents=True, exist_ok=True)
+    (HERE / GPU_SPEC).write_text(text)
+
+
 def _stage_gpu() -> list[Fixture]:
     return [
-        Fixture("gpu-h100/mlp_bf16_donate", "gpu", "h100", "mlp", purpose="bf16 MLP, H100"),
+        Fixture("gpu-h100/mlp_bf16_donate", "gpu", "h100", "mlp", purpose="bf16 MLP, H100",
+                full=True),
         Fixture("gpu-h100/block_remat", "gpu", "h100", "block", purpose="block, H100"),
+        Fixture("gpu-h100/sharded_2x2", "gpu", "h100:1x1x4", "sharded", {"mesh": "2x2"},
+                purpose="4 H100s on one host, mesh 2x2: collectives"),
+        Fixture("gpu-h100/past_capacity", "gpu", "h100", "oom", {"n": 32768, "copies": 48},
+                purpose="temporaries far past the H100's 80 GB: XLA:GPU compiles it all the same"),
     ]
 
 
@@ -363,9 +387,10 @@ def _devices(fx: Fixture):
         return jax.devices("cpu")
     if fx.backend == "tpu":
         return topologies.get_topology_desc(topology_name=fx.target, platform="tpu").devices
-    spec = (HERE / "gpu-h100" / "h100_target_config.txtpb").read_text()
+    spec = (HERE / GPU_SPEC).read_text()
+    shape = fx.target.partition(":")[2] or "1x1x1"  # slices x hosts x devices
     return topologies.get_topology_desc(
-        topology_name="cuda", platform="cuda", target_config=spec, topology="1x1x1"
+        topology_name="cuda", platform="cuda", target_config=spec, topology=shape
     ).devices
 
 
@@ -431,7 +456,8 @@ KEEP_LOG = re.compile(r"hbm|vmem|smem|sflag|memory|requirement|usage|bytes|oom|e
 NOT_MEMORY = re.compile(
     r"\.(after_codegen\.(txt|hlo\.pb)|before_optimizations\.(txt|hlo\.pb)|flagfile"
     r"|hlo_module_config\.txt|after_optimizations_(before|after)_buffer_assignment\.txt"
-    r"|oom_intermediate_module\.txt)$|^module\.mlir$"
+    r"|oom_intermediate_module\.txt|before_config_assignment\.(txt|hlo\.pb)"
+    r"|after_spmd_partitioner\.(txt|hlo\.pb))$|^module\.mlir$"
 )
 PASS_DUMP = re.compile(r"^module_\d+\.[^/]*\.\d{4}\.[^/]*\.(after|before)_.*")
 
@@ -448,8 +474,6 @@ def _env(fx: Fixture, flags: str) -> dict:
         }
         if fx.libtpu_log:
             env |= {"TPU_STDERR_LOG_LEVEL": "0", "TPU_MIN_LOG_LEVEL": "0"}
-    if fx.backend == "gpu":
-        env["JAX_PLATFORMS"] = "cpu,cuda"
     return env
 
 
@@ -731,6 +755,8 @@ def main() -> None:
         return
     if not a.index:
         versions()
+        if any(fx.backend == "gpu" for fx in chosen):
+            gpu_spec()
         for fx in chosen:
             make(fx, a.tpu_lock)
             write_index()
