@@ -57,6 +57,7 @@ class Fixture:
     libtpu_log: bool = False  # keep libtpu's own stderr log (memory lines)
     expect_oom: bool = False
     full: bool = False  # keep every file XLA dumps (else only the memory-relevant ones)
+    lean: str = ""  # "copies": also drop LEAN_DROP["copies"]; "pair": LEAN_DROP["pair"] (size)
 
 
 # --------------------------------------------------------------------------- programs
@@ -83,8 +84,9 @@ def _mlp(ctx, batch=64, dtype="bfloat16", donate=True, width=256, hidden=512):
     return mlp_step, args, {"donate_argnums": (0,) if donate else ()}
 
 
-def _block(ctx, batch=4, seq=128, d=256, heads=4, policy="dots_saveable"):
-    """A transformer block (attention + MLP), its gradient, under jax.checkpoint."""
+def _block(ctx, layers=4, batch=4, seq=256, d=128, heads=4, policy="dots_saveable"):
+    """A stack of transformer blocks (attention + MLP) scanned over its layers, each
+    under jax.checkpoint with the policy; the step is the gradient."""
     import jax
     import jax.numpy as jnp
     from jax.ad_checkpoint import checkpoint_name
@@ -101,7 +103,7 @@ def _block(ctx, batch=4, seq=128, d=256, heads=4, policy="dots_saveable"):
         ),
     }
 
-    def block(p, x):
+    def block(x, p):
         b, s, _ = x.shape
         q, k, v = (
             (x @ p[n]).reshape(b, s, heads, d // heads).transpose(0, 2, 1, 3)
@@ -110,16 +112,21 @@ def _block(ctx, batch=4, seq=128, d=256, heads=4, policy="dots_saveable"):
         a = jax.nn.softmax((q @ k.transpose(0, 1, 3, 2)).astype(jnp.float32), axis=-1)
         o = (a.astype(x.dtype) @ v).transpose(0, 2, 1, 3).reshape(b, s, d)
         x = x + checkpoint_name(o @ p["wo"], "attn_out")
-        return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"]
+        return x + jax.nn.gelu(x @ p["w1"]) @ p["w2"], None
 
     def block_step(p, x):
-        f = jax.checkpoint(block, policy=policies[policy])
-        return jax.grad(lambda p: jnp.mean(f(p, x).astype(jnp.float32) ** 2))(p)
+        body = jax.checkpoint(block, policy=policies[policy])
+
+        def loss(p):
+            h, _ = jax.lax.scan(body, x, p)
+            return jnp.mean(h.astype(jnp.float32) ** 2)
+
+        return jax.grad(loss)(p)
 
     bf = jnp.bfloat16
     shapes = {"wq": (d, d), "wk": (d, d), "wv": (d, d), "wo": (d, d)}
     shapes |= {"w1": (d, 4 * d), "w2": (4 * d, d)}
-    params = {n: ctx.sds(s, bf) for n, s in shapes.items()}
+    params = {n: ctx.sds((layers, *s), bf) for n, s in shapes.items()}
     return block_step, (params, ctx.sds((batch, seq, d), bf)), {}
 
 
@@ -140,6 +147,41 @@ def _scan(ctx, layers=8, batch=32, width=256, unroll=1):
 
     bf = jnp.bfloat16
     return scan_step, (ctx.sds((layers, width, width), bf), ctx.sds((batch, width), bf)), {}
+
+
+def _remat_mlp(ctx, layers=4, batch=256, width=256, hidden=1024, policy="dots_saveable"):
+    """An MLP of `layers` layers scanned, each under jax.checkpoint with the policy; the
+    step is the gradient. Activations (batch x hidden per layer) outweigh the weights,
+    so the policy moves the peak. `hidden` is the checkpoint_name of the hidden layer."""
+    import jax
+    import jax.numpy as jnp
+    from jax.ad_checkpoint import checkpoint_name
+
+    policies = {
+        "nothing_saveable": jax.checkpoint_policies.nothing_saveable,
+        "dots_saveable": jax.checkpoint_policies.dots_saveable,
+        "save_only_these_names": jax.checkpoint_policies.save_only_these_names("hidden"),
+    }
+
+    def layer(x, p):
+        h = checkpoint_name(jnp.tanh(x @ p["w1"]), "hidden")
+        return x + jnp.tanh(h @ p["w2"]), None
+
+    def remat_step(p, x):
+        body = jax.checkpoint(layer, policy=policies[policy])
+
+        def loss(p):
+            y, _ = jax.lax.scan(body, x, p)
+            return jnp.mean(y.astype(jnp.float32) ** 2)
+
+        return jax.grad(loss)(p)
+
+    bf = jnp.bfloat16
+    params = {
+        "w1": ctx.sds((layers, width, hidden), bf),
+        "w2": ctx.sds((layers, hidden, width), bf),
+    }
+    return remat_step, (params, ctx.sds((batch, width), bf)), {}
 
 
 def _sharded(ctx, batch=64, d=512, mesh="1x4"):
@@ -205,6 +247,7 @@ def _oom(ctx, n=16384, copies=24):
 PROGRAMS = {
     "mlp": _mlp,
     "block": _block,
+    "remat": _remat_mlp,
     "scan": _scan,
     "sharded": _sharded,
     "offload_out": _offload_out,
@@ -229,7 +272,7 @@ def _stage_cpu() -> list[Fixture]:
     return [
         _cpu("cpu/mlp_bf16_donate", "mlp", "bf16 MLP training step, parameters donated",
              full=True),
-        _cpu("cpu/block_remat", "block", "transformer block + grad, jax.checkpoint(dots_saveable)"),
+        _cpu("cpu/block_remat", "block", "4 transformer blocks scanned + grad, jax.checkpoint(dots_saveable)"),
         _cpu("cpu/scan_loop", "scan", "lax.scan over 8 layers + grad: a while loop"),
         _cpu(
             "cpu/sharded_4dev", "sharded", "4 host devices, mesh 2x2: all-reduce",
@@ -252,18 +295,21 @@ def _stage_cpu() -> list[Fixture]:
 def _stage_tpu() -> list[Fixture]:
     out = []
     for target, tag in (("v5e:1x1", "v5e"), ("v6e:1x1", "v6e")):
+        lean = "copies" if tag == "v6e" else ""
         out += [
             _tpu(f"tpu-{tag}/mlp_bf16_donate", target, "mlp", "bf16 MLP step, params donated",
-                 full=tag == "v5e"),
-            _tpu(f"tpu-{tag}/block_remat", target, "block", "transformer block, dots_saveable"),
-            _tpu(f"tpu-{tag}/scan_loop", target, "scan", "lax.scan + grad: a while loop"),
+                 full=tag == "v5e", lean=lean),
+            _tpu(f"tpu-{tag}/block_remat", target, "block",
+                 "4 transformer blocks scanned + grad, dots_saveable", lean=lean),
+            _tpu(f"tpu-{tag}/scan_loop", target, "scan", "lax.scan + grad: a while loop",
+                 lean="copies"),
             _tpu(f"tpu-{tag}/offload_out", target, "offload_out",
-                 "an output with memory_kind=pinned_host (host offload)"),
+                 "an output with memory_kind=pinned_host (host offload)", lean=lean),
         ]
     out += [
         _tpu("tpu-v5e/offload_remat", "v5e:1x1", "block",
              "remat policy offloading attn_out to pinned_host",
-             params={"policy": "offload_attn_out"}),
+             params={"policy": "offload_attn_out"}, lean="copies"),
         _tpu("tpu-v5e/padded_1000", "v5e:1x1", "padded", "a 1000 dimension padded by the tiles"),
         _tpu("tpu-v5e/oom_e1000", "v5e:1x1", "oom",
              "too big for v5e HBM: the E1000 CompileTimeHbmOom (compile-oom.log)",
@@ -271,7 +317,6 @@ def _stage_tpu() -> list[Fixture]:
         _tpu("tpu-v5p/sharded_2x2", "v5p:2x2x1", "sharded", "4 chips, mesh 2x2: collectives",
              params={"mesh": "2x2"}),
         _tpu("tpu-v5p/mlp_bf16_donate", "v5p:2x2x1", "mlp", "bf16 MLP step on one v5p chip"),
-        _tpu("tpu-v5p/block_remat", "v5p:2x2x1", "block", "transformer block, dots_saveable"),
     ]
     return out
 
@@ -313,9 +358,9 @@ def _pair(cause, backend, target, program, base, head, what, devices=1):
     for side, params in (("base", base), ("head", head)):
         path = f"pairs/{cause}-{tag}/{side}"
         if backend == "cpu":
-            out.append(_cpu(path, program, what, devices=devices, params=params))
+            out.append(_cpu(path, program, what, devices=devices, params=params, lean="pair"))
         else:
-            out.append(_tpu(path, target, program, what, params=params))
+            out.append(_tpu(path, target, program, what, params=params, lean="pair"))
     return out
 
 
@@ -325,9 +370,9 @@ def _stage_pairs() -> list[Fixture]:
         out += _pair("batch", backend, target, "mlp", {"batch": 64}, {"batch": 256},
                      "batch 64 -> 256")
         out += _pair("dtype", backend, target, "mlp", {"dtype": "bfloat16"},
-                     {"dtype": "float32"}, "weights bf16 -> f32")
+                     {"dtype": "float32"}, "weights and the target y bf16 -> f32 (x stays bf16)")
         for pol in ("nothing_saveable", "save_only_these_names"):
-            out += _pair(f"remat-dots-vs-{pol.split('_')[0]}", backend, target, "block",
+            out += _pair(f"remat-dots-vs-{pol.split('_')[0]}", backend, target, "remat",
                          {"policy": "dots_saveable"}, {"policy": pol},
                          f"remat policy dots_saveable -> {pol}")
         out += _pair("donation", backend, target, "mlp", {"donate": True}, {"donate": False},
@@ -336,7 +381,7 @@ def _stage_pairs() -> list[Fixture]:
                      "scan unroll 1 -> 4")
         out += _pair("same", backend, target, "mlp", {}, {}, "the same program compiled twice")
     out += _pair("padded", "tpu", "v5e:1x1", "padded", {"n": 1024}, {"n": 1000},
-                 "dimension 1024 -> 1000 (padded back to 1024 by the tiles)")
+                 "dimension 1024 -> 1000 (the minor one padded back to 1024 by the tiles)")
     out += _pair("offload", "tpu", "v5e:1x1", "offload_out", {"offload": False},
                  {"offload": True}, "an output in device memory -> in pinned_host")
     out += _pair("mesh", "cpu", "cpu", "sharded", {"mesh": "1x4"}, {"mesh": "2x2"},
@@ -459,6 +504,14 @@ NOT_MEMORY = re.compile(
     r"|oom_intermediate_module\.txt|before_config_assignment\.(txt|hlo\.pb)"
     r"|after_spmd_partitioner\.(txt|hlo\.pb))$|^module\.mlir$"
 )
+#: what lean fixtures also drop, for size: "copies" the two HLO protos without a
+#: buffer assignment (libtpu's copies of the module), "pair" these and the TPU
+#: compile environment. The fixtures that are not lean keep them.
+_COPIES = r"after_optimizations_(before|after)_buffer_assignment\.hlo\.pb"
+LEAN_DROP = {
+    "copies": re.compile(rf"\.{_COPIES}$"),
+    "pair": re.compile(rf"\.({_COPIES}|tpu_comp_env\.txt)$"),
+}
 PASS_DUMP = re.compile(r"^module_\d+\.[^/]*\.\d{4}\.[^/]*\.(after|before)_.*")
 
 
@@ -532,7 +585,8 @@ def _collect(dump: Path, out: Path, fx: Fixture) -> None:
         for f in dump.rglob("*"):
             rel = f.relative_to(dump)
             dropped = PASS_DUMP.match(f.name) or ".obj-file." in f.name
-            if f.is_dir() or dropped or (not fx.full and NOT_MEMORY.search(f.name)):
+            dropped = dropped or (not fx.full and NOT_MEMORY.search(f.name))
+            if f.is_dir() or dropped or (fx.lean and LEAN_DROP[fx.lean].search(f.name)):
                 continue
             (out / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(f), out / rel)
@@ -662,7 +716,9 @@ program unless the row says "helpers"), plus `memory_analysis.json`: every field
 `compiled.memory_analysis()`, the jit name, the fixture's spec and XLA_FLAGS. TPU and
 GPU compiles are deviceless (`jax.experimental.topologies`). Kept: the dump files
 that matter for memory; the rows marked "every dump file kept" also keep what
-does not (`{drop}`); none keeps pass-by-pass HLO dumps or CPU object files.
+does not (`{drop}`); rows marked "lean" drop libtpu's two copies of the module
+without a buffer assignment (`*.after_optimizations_{{before,after}}_buffer_assignment.hlo.pb`);
+none keeps pass-by-pass HLO dumps or CPU object files.
 Machine paths cut: HLO source paths by the canonicalization regex, pprof paths to
 file names, the profile's host name said as `host`, the dump directory `dump`
 (relative). `compile-oom.log`: the compile's exception text, verbatim.
@@ -698,6 +754,7 @@ def write_index() -> None:
         notes = [fx["purpose"]]
         notes += ["helpers kept"] if fx["helpers"] else []
         notes += ["every dump file kept"] if fx.get("full") else []
+        notes += ["lean: no libtpu module copies"] if fx.get("lean") == "copies" else []
         notes += ["compile-oom.log"] if rec["memory_analysis"] is None else []
         params = ", ".join(f"{k}={v}" for k, v in fx["params"].items()) or "defaults"
         cells = [f"`{rel}`", fx["backend"], fx["target"], f"{fx['program']} ({params})"]
@@ -717,11 +774,14 @@ def _write_pairs_index() -> None:
     text = (
         "# Pairs for the diff-causes issue\n\nEach `<cause>-<backend>/` holds `base/` and"
         " `head/`, each one compile (a fixture directory as in `../INDEX.md`). Deltas are"
-        " head − base of `memory_analysis()`, in bytes.\n\n"
+        " head − base of `memory_analysis()`, in bytes. To stay small the pairs also drop"
+        " `*.after_optimizations_{before,after}_buffer_assignment.hlo.pb` and"
+        " `tpu_comp_env.txt` (the fixtures outside pairs/ keep them).\n\n"
     )
     head = ["pair", "target", "program", "what changed"] + [f"Δ {n}" for n, _ in FIGURES]
     text += "| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n"
-    for pair in sorted(p for p in root.iterdir() if p.is_dir()):
+    done = [p for p in root.iterdir() if (p / "base" / "memory_analysis.json").exists()]
+    for pair in sorted(p for p in done if (p / "head" / "memory_analysis.json").exists()):
         base, head_ = (json.loads((pair / s / "memory_analysis.json").read_text()) for s in
                        ("base", "head"))
         fx = base["fixture"]
