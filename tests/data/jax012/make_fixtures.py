@@ -270,24 +270,34 @@ def _tpu(path, target, program, purpose, **kw):
 
 def _stage_cpu() -> list[Fixture]:
     return [
-        _cpu("cpu/mlp_bf16_donate", "mlp", "bf16 MLP training step, parameters donated",
-             full=True),
-        _cpu("cpu/block_remat", "block", "4 transformer blocks scanned + grad, jax.checkpoint(dots_saveable)"),
+        _cpu("cpu/mlp_bf16_donate", "mlp", "bf16 MLP training step, parameters donated", full=True),
+        _cpu(
+            "cpu/block_remat",
+            "block",
+            "4 transformer blocks scanned + grad, jax.checkpoint(dots_saveable)",
+        ),
         _cpu("cpu/scan_loop", "scan", "lax.scan over 8 layers + grad: a while loop"),
         _cpu(
-            "cpu/sharded_4dev", "sharded", "4 host devices, mesh 2x2: all-reduce",
-            devices=4, params={"mesh": "2x2"},
+            "cpu/sharded_4dev",
+            "sharded",
+            "4 host devices, mesh 2x2: all-reduce",
+            devices=4,
+            params={"mesh": "2x2"},
         ),
         _cpu(
-            "cpu/mlp_run_helpers", "mlp",
+            "cpu/mlp_run_helpers",
+            "mlp",
             "the MLP step run on real arrays: every module jax compiles is kept (helpers)",
-            helpers=True, run=True,
+            helpers=True,
+            run=True,
         ),
         _cpu(
-            "cpu/profile_mlp", "mlp",
+            "cpu/profile_mlp",
+            "mlp",
             "run under jax.profiler.trace (profile/…/host.xplane.pb) and"
             " save_device_memory_profile (memory.prof); its dump beside it",
-            run=True, profile=True,
+            run=True,
+            profile=True,
         ),
     ]
 
@@ -297,25 +307,61 @@ def _stage_tpu() -> list[Fixture]:
     for target, tag in (("v5e:1x1", "v5e"), ("v6e:1x1", "v6e")):
         lean = "copies" if tag == "v6e" else ""
         out += [
-            _tpu(f"tpu-{tag}/mlp_bf16_donate", target, "mlp", "bf16 MLP step, params donated",
-                 full=tag == "v5e", lean=lean),
-            _tpu(f"tpu-{tag}/block_remat", target, "block",
-                 "4 transformer blocks scanned + grad, dots_saveable", lean=lean),
-            _tpu(f"tpu-{tag}/scan_loop", target, "scan", "lax.scan + grad: a while loop",
-                 lean="copies"),
-            _tpu(f"tpu-{tag}/offload_out", target, "offload_out",
-                 "an output with memory_kind=pinned_host (host offload)", lean=lean),
+            _tpu(
+                f"tpu-{tag}/mlp_bf16_donate",
+                target,
+                "mlp",
+                "bf16 MLP step, params donated",
+                full=tag == "v5e",
+                lean=lean,
+            ),
+            _tpu(
+                f"tpu-{tag}/block_remat",
+                target,
+                "block",
+                "4 transformer blocks scanned + grad, dots_saveable",
+                lean=lean,
+            ),
+            _tpu(
+                f"tpu-{tag}/scan_loop",
+                target,
+                "scan",
+                "lax.scan + grad: a while loop",
+                lean="copies",
+            ),
+            _tpu(
+                f"tpu-{tag}/offload_out",
+                target,
+                "offload_out",
+                "an output with memory_kind=pinned_host (host offload)",
+                lean=lean,
+            ),
         ]
     out += [
-        _tpu("tpu-v5e/offload_remat", "v5e:1x1", "block",
-             "remat policy offloading attn_out to pinned_host",
-             params={"policy": "offload_attn_out"}, lean="copies"),
+        _tpu(
+            "tpu-v5e/offload_remat",
+            "v5e:1x1",
+            "block",
+            "remat policy offloading attn_out to pinned_host",
+            params={"policy": "offload_attn_out"},
+            lean="copies",
+        ),
         _tpu("tpu-v5e/padded_1000", "v5e:1x1", "padded", "a 1000 dimension padded by the tiles"),
-        _tpu("tpu-v5e/oom_e1000", "v5e:1x1", "oom",
-             "too big for v5e HBM: the E1000 CompileTimeHbmOom (compile-oom.log)",
-             expect_oom=True, full=True),
-        _tpu("tpu-v5p/sharded_2x2", "v5p:2x2x1", "sharded", "4 chips, mesh 2x2: collectives",
-             params={"mesh": "2x2"}),
+        _tpu(
+            "tpu-v5e/oom_e1000",
+            "v5e:1x1",
+            "oom",
+            "too big for v5e HBM: the E1000 CompileTimeHbmOom (compile-oom.log)",
+            expect_oom=True,
+            full=True,
+        ),
+        _tpu(
+            "tpu-v5p/sharded_2x2",
+            "v5p:2x2x1",
+            "sharded",
+            "4 chips, mesh 2x2: collectives",
+            params={"mesh": "2x2"},
+        ),
         _tpu("tpu-v5p/mlp_bf16_donate", "v5p:2x2x1", "mlp", "bf16 MLP step on one v5p chip"),
     ]
     return out
@@ -342,13 +388,26 @@ def gpu_spec() -> None:
 
 def _stage_gpu() -> list[Fixture]:
     return [
-        Fixture("gpu-h100/mlp_bf16_donate", "gpu", "h100", "mlp", purpose="bf16 MLP, H100",
-                full=True),
+        Fixture(
+            "gpu-h100/mlp_bf16_donate", "gpu", "h100", "mlp", purpose="bf16 MLP, H100", full=True
+        ),
         Fixture("gpu-h100/block_remat", "gpu", "h100", "block", purpose="block, H100"),
-        Fixture("gpu-h100/sharded_2x2", "gpu", "h100:1x1x4", "sharded", {"mesh": "2x2"},
-                purpose="4 H100s on one host, mesh 2x2: collectives"),
-        Fixture("gpu-h100/past_capacity", "gpu", "h100", "oom", {"n": 32768, "copies": 48},
-                purpose="temporaries far past the H100's 80 GB: XLA:GPU compiles it all the same"),
+        Fixture(
+            "gpu-h100/sharded_2x2",
+            "gpu",
+            "h100:1x1x4",
+            "sharded",
+            {"mesh": "2x2"},
+            purpose="4 H100s on one host, mesh 2x2: collectives",
+        ),
+        Fixture(
+            "gpu-h100/past_capacity",
+            "gpu",
+            "h100",
+            "oom",
+            {"n": 32768, "copies": 48},
+            purpose="temporaries far past the H100's 80 GB: XLA:GPU compiles it all the same",
+        ),
     ]
 
 
@@ -367,27 +426,78 @@ def _pair(cause, backend, target, program, base, head, what, devices=1):
 def _stage_pairs() -> list[Fixture]:
     out = []
     for backend, target in (("cpu", "cpu"), ("tpu", "v5e:1x1")):
-        out += _pair("batch", backend, target, "mlp", {"batch": 64}, {"batch": 256},
-                     "batch 64 -> 256")
-        out += _pair("dtype", backend, target, "mlp", {"dtype": "bfloat16"},
-                     {"dtype": "float32"}, "weights and the target y bf16 -> f32 (x stays bf16)")
+        out += _pair(
+            "batch", backend, target, "mlp", {"batch": 64}, {"batch": 256}, "batch 64 -> 256"
+        )
+        out += _pair(
+            "dtype",
+            backend,
+            target,
+            "mlp",
+            {"dtype": "bfloat16"},
+            {"dtype": "float32"},
+            "weights and the target y bf16 -> f32 (x stays bf16)",
+        )
         for pol in ("nothing_saveable", "save_only_these_names"):
-            out += _pair(f"remat-dots-vs-{pol.split('_')[0]}", backend, target, "remat",
-                         {"policy": "dots_saveable"}, {"policy": pol},
-                         f"remat policy dots_saveable -> {pol}")
-        out += _pair("donation", backend, target, "mlp", {"donate": True}, {"donate": False},
-                     "donation on -> off")
-        out += _pair("unroll", backend, target, "scan", {"unroll": 1}, {"unroll": 4},
-                     "scan unroll 1 -> 4")
+            out += _pair(
+                f"remat-dots-vs-{pol.split('_')[0]}",
+                backend,
+                target,
+                "remat",
+                {"policy": "dots_saveable"},
+                {"policy": pol},
+                f"remat policy dots_saveable -> {pol}",
+            )
+        out += _pair(
+            "donation",
+            backend,
+            target,
+            "mlp",
+            {"donate": True},
+            {"donate": False},
+            "donation on -> off",
+        )
+        out += _pair(
+            "unroll", backend, target, "scan", {"unroll": 1}, {"unroll": 4}, "scan unroll 1 -> 4"
+        )
         out += _pair("same", backend, target, "mlp", {}, {}, "the same program compiled twice")
-    out += _pair("padded", "tpu", "v5e:1x1", "padded", {"n": 1024}, {"n": 1000},
-                 "dimension 1024 -> 1000 (the minor one padded back to 1024 by the tiles)")
-    out += _pair("offload", "tpu", "v5e:1x1", "offload_out", {"offload": False},
-                 {"offload": True}, "an output in device memory -> in pinned_host")
-    out += _pair("mesh", "cpu", "cpu", "sharded", {"mesh": "1x4"}, {"mesh": "2x2"},
-                 "mesh 1x4 -> 2x2 (4 host devices)", devices=4)
-    out += _pair("mesh", "tpu", "v5p:2x2x1", "sharded", {"mesh": "1x4"}, {"mesh": "2x2"},
-                 "mesh 1x4 -> 2x2 (4 v5p chips)")
+    out += _pair(
+        "padded",
+        "tpu",
+        "v5e:1x1",
+        "padded",
+        {"n": 1024},
+        {"n": 1000},
+        "dimension 1024 -> 1000 (the minor one padded back to 1024 by the tiles)",
+    )
+    out += _pair(
+        "offload",
+        "tpu",
+        "v5e:1x1",
+        "offload_out",
+        {"offload": False},
+        {"offload": True},
+        "an output in device memory -> in pinned_host",
+    )
+    out += _pair(
+        "mesh",
+        "cpu",
+        "cpu",
+        "sharded",
+        {"mesh": "1x4"},
+        {"mesh": "2x2"},
+        "mesh 1x4 -> 2x2 (4 host devices)",
+        devices=4,
+    )
+    out += _pair(
+        "mesh",
+        "tpu",
+        "v5p:2x2x1",
+        "sharded",
+        {"mesh": "1x4"},
+        {"mesh": "2x2"},
+        "mesh 1x4 -> 2x2 (4 v5p chips)",
+    )
     return out
 
 
@@ -686,8 +796,14 @@ def versions() -> None:
     from importlib import metadata
 
     found = {"python": sys.version.split()[0]}
-    for dist in ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin", "jax-cuda12-pjrt",
-                 "nvidia-cuda-nvcc-cu12"):
+    for dist in (
+        "jax",
+        "jaxlib",
+        "libtpu",
+        "jax-cuda12-plugin",
+        "jax-cuda12-pjrt",
+        "nvidia-cuda-nvcc-cu12",
+    ):
         try:
             found[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -758,7 +874,7 @@ def write_index() -> None:
         notes += ["compile-oom.log"] if rec["memory_analysis"] is None else []
         params = ", ".join(f"{k}={v}" for k, v in fx["params"].items()) or "defaults"
         cells = [f"`{rel}`", fx["backend"], fx["target"], f"{fx['program']} ({params})"]
-        rows.append("| " + " | ".join(cells + [rec["jit_name"], "; ".join(notes)] + _row(rec)))
+        rows.append("| " + " | ".join([*cells, rec["jit_name"], "; ".join(notes), *_row(rec)]))
     head = ["dir", "backend", "target", "program", "jit", "what it exercises"]
     head += [n for n, _ in FIGURES]
     text = INDEX_HEAD.format(keep=KEEP_LOG.pattern, drop=NOT_MEMORY.pattern)
@@ -782,8 +898,9 @@ def _write_pairs_index() -> None:
     text += "| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n"
     done = [p for p in root.iterdir() if (p / "base" / "memory_analysis.json").exists()]
     for pair in sorted(p for p in done if (p / "head" / "memory_analysis.json").exists()):
-        base, head_ = (json.loads((pair / s / "memory_analysis.json").read_text()) for s in
-                       ("base", "head"))
+        base, head_ = (
+            json.loads((pair / s / "memory_analysis.json").read_text()) for s in ("base", "head")
+        )
         fx = base["fixture"]
         deltas = [
             f"{head_['memory_analysis'][k] - base['memory_analysis'][k]:+,}" for _, k in FIGURES
