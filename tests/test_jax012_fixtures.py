@@ -4,7 +4,8 @@ made by make_fixtures.py there) against the compiler's own figures.
 Each fixture directory is one program compile with its `memory_analysis.json` (every
 field of compiled.memory_analysis()). It is ingested with the public API into a warehouse
 of its own, as it is (text + proto, and the profile where there is one), and, outside
-pairs/, also split into a text-only and a proto-only tree. In every form, every module
+pairs/, also split into a text-only and a proto-only tree (and a profile-only one
+where the run was profiled). In every form, every module
 of the program's name must load and match: argument, output, alias and temp against
 the `categories` query in the device space (color 0), the host_* figures against the
 host space (color 5, Layout::kHostMemorySpace), the peak against
@@ -39,7 +40,9 @@ def _forms(fixture: Path, tmp: Path) -> dict[str, Path]:
     forms = {"text+proto": fixture}
     if "pairs" in fixture.relative_to(DATA).parts or not any(fixture.rglob("*.hlo.pb")):
         return forms
-    for form, wanted in (("text", lambda n: not n.endswith(".pb")), ("proto", _is_pb)):
+    kinds = [("text", _is_text), ("proto", _is_pb)]
+    kinds += [("profile", _is_profile)] if any(fixture.rglob("*.xplane.pb")) else []
+    for form, wanted in kinds:
         root = tmp / form
         for f in fixture.rglob("*"):
             if f.is_file() and f.name != "memory_analysis.json" and wanted(f.name):
@@ -52,6 +55,15 @@ def _forms(fixture: Path, tmp: Path) -> dict[str, Path]:
 
 def _is_pb(name: str) -> bool:
     return name.endswith(".pb") and not name.endswith(".xplane.pb")
+
+
+def _is_text(name: str) -> bool:
+    return not name.endswith((".pb", ".prof"))
+
+
+def _is_profile(name: str) -> bool:
+    """The XProf profile and the device memory profile of the run."""
+    return name.endswith((".xplane.pb", ".prof"))
 
 
 def _ingest(tree: Path, db: Path) -> list[str]:
