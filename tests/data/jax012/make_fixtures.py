@@ -832,7 +832,9 @@ program unless the row says "helpers"), plus `memory_analysis.json`: every field
 `compiled.memory_analysis()`, the jit name, the fixture's spec and XLA_FLAGS. TPU and
 GPU compiles are deviceless (`jax.experimental.topologies`). Kept: the dump files
 that matter for memory; the rows marked "every dump file kept" also keep what
-does not (`{drop}`); rows marked "lean" drop libtpu's two copies of the module
+does not (`after_codegen`, `before_optimizations`, `flagfile`, `hlo_module_config`,
+the `.txt` of libtpu's module copies, `oom_intermediate_module.txt`, GPU's
+`before_config_assignment` and `after_spmd_partitioner`, `module.mlir`); rows marked "lean" drop libtpu's two copies of the module
 without a buffer assignment (`*.after_optimizations_{{before,after}}_buffer_assignment.hlo.pb`);
 none keeps pass-by-pass HLO dumps or CPU object files.
 Machine paths cut: HLO source paths by the canonicalization regex, pprof paths to
@@ -877,7 +879,7 @@ def write_index() -> None:
         rows.append("| " + " | ".join([*cells, rec["jit_name"], "; ".join(notes), *_row(rec)]))
     head = ["dir", "backend", "target", "program", "jit", "what it exercises"]
     head += [n for n, _ in FIGURES]
-    text = INDEX_HEAD.format(keep=KEEP_LOG.pattern, drop=NOT_MEMORY.pattern)
+    text = INDEX_HEAD.format(keep=KEEP_LOG.pattern)
     text += "| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n"
     (HERE / "INDEX.md").write_text(text + "".join(r + " |\n" for r in rows))
     _write_pairs_index()
