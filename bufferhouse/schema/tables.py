@@ -685,13 +685,15 @@ HEAP_EVENTS = Table(
         _c(
             "color",
             "INTEGER",
-            "Memory space of the trace: its allocation's color (buffer_allocation_index), else"
-            " the color of its first event's buffer.",
+            "Memory space of the trace: the color of the allocation its buffers are placed in"
+            " (one color per trace: XLA simulates each color apart), else of its buffers.",
         ),
         _c(
             "allocation_index",
             "INTEGER",
-            "The trace's buffer_allocation_index as XLA wrote it (XProf does not trust it).",
+            "The trace's buffer_allocation_index as XLA wrote it: the index its allocation had"
+            " before CombineTempAllocations renumbered them, so it may name no allocation of"
+            " the module (join value_id to assignments for the allocation; docs/proto-input.md).",
         ),
         _c("size", "BIGINT", "Bytes of the event's logical buffer.", False),
         _c(
