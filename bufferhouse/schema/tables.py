@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,15 @@ MODULES = Table(
             "What gave heap_peak_bytes: trace (the heap-simulator trace of an .hlo.pb or"
             " profile), live_ranges (the text dump's HloLiveRange), allocations (no temp"
             " allocation in the space); NULL with heap_peak_bytes.",
+        ),
+        _c(
+            "xla_temp_bytes",
+            "BIGINT",
+            "What memory_analysis().temp_size_in_bytes reports, where the rule is known: TPU"
+            " (any form): memory space 0's temp allocation (not a tuple one) rounded up to 16"
+            " KiB, R, plus its fragmentation as libtpu counts it, R minus the most temp bytes"
+            " in use and the tuple pointer tables (docs/metrics.md, TPU temp). NULL on other"
+            " backends and without a temp peak.",
         ),
     ),
     per_module=False,

@@ -58,8 +58,9 @@ def child(name: str, out: str) -> None:
     n = int(np.prod(shape))
     mesh = Mesh(np.array(topo.devices[:n]).reshape(shape), ("d",))
 
-    def spec(shape_, dtype, part=P()):
-        return jax.ShapeDtypeStruct(shape_, dtype, sharding=NamedSharding(mesh, part))
+    def spec(shape_, dtype, part=None):
+        sharding = NamedSharding(mesh, part if part is not None else P())
+        return jax.ShapeDtypeStruct(shape_, dtype, sharding=sharding)
 
     bf16, f32 = jnp.bfloat16, jnp.float32
     if name == "v5e_mlp":
@@ -68,8 +69,12 @@ def child(name: str, out: str) -> None:
             h = jax.nn.relu(x @ w1 + b)
             return (h @ w2).astype(f32).sum(axis=0), jnp.tanh(h)
 
-        args = (spec((1024, 2048), bf16), spec((2048, 512), bf16), spec((2048,), bf16),
-                spec((256, 1024), bf16))
+        args = (
+            spec((1024, 2048), bf16),
+            spec((2048, 512), bf16),
+            spec((2048,), bf16),
+            spec((256, 1024), bf16),
+        )
         jitted = jax.jit(f, donate_argnums=(3,))
     elif name == "v6e_scan_remat":
 
@@ -126,7 +131,7 @@ def child(name: str, out: str) -> None:
 
 
 def run(name: str) -> None:
-    topology, accel, _ = PROGRAMS[name]
+    _, accel, _ = PROGRAMS[name]
     out = os.path.join(HERE, name)
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
@@ -145,7 +150,9 @@ def run(name: str) -> None:
         )
         proc = subprocess.run(
             [sys.executable, __file__, "--child", name, out],
-            env=env, capture_output=True, text=True,
+            env=env,
+            capture_output=True,
+            text=True,
         )
         if proc.returncode:
             sys.exit(f"{name}: compile failed:\n{proc.stderr[-4000:]}")
