@@ -213,5 +213,7 @@ def drop_version_7(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def drop_version_10(con: duckdb.DuckDBPyConnection) -> None:
-    """Take a fresh warehouse back to what schema version 9 had: no modules.xla_temp_bytes."""
+    """Take a fresh warehouse back to what schema version 9 had: no modules.xla_temp_bytes,
+    no hlo_values.tiled_bytes."""
     con.execute("ALTER TABLE modules DROP COLUMN IF EXISTS xla_temp_bytes")
+    con.execute("ALTER TABLE hlo_values DROP COLUMN IF EXISTS tiled_bytes")

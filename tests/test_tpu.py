@@ -232,3 +232,45 @@ def test_libtpu_log_agrees_with_the_derived_figures(warehouses):
         assert _close(hlo.padded_bytes, 2 * r - temp), program
         assert _close(hlo.fragmentation_bytes, temp - r), program
         assert _close(hlo.bytes + hlo.fragmentation_bytes, temp), program
+
+
+@pytest.mark.parametrize(
+    ("text", "tiled", "logical"),
+    [
+        ("bf16[8192,1024]{1,0:T(8,128)(2,1)}", 8192 * 1024 * 2, 8192 * 1024 * 2),
+        ("bf16[1001,1000]{1,0:T(8,128)(2,1)}", 1008 * 1024 * 2, 1001 * 1000 * 2),
+        ("f32[1024]{0:T(1024)}", 4096, 4096),
+        ("f32[1000]{0:T(1024)}", 4096, 4000),
+        ("bf16[2048]{0:T(1024)(128)(2,1)}", 4096, 4096),
+        ("bf16[]{:T(256)}", 512, 2),
+        ("f32[]{:T(128)S(6)}", 512, 4),
+        ("pred[]{:T(512)}", 512, 1),
+        ("u32[]{:S(2)}", 4, 4),
+        ("f32[1024,17]{0,1:T(8,128)}", 1024 * 24 * 4, 1024 * 17 * 4),
+        ("bf16[6,128,512]{1,2,0:T(8,128)(2,1)S(1)}", 6 * 128 * 512 * 2, 6 * 128 * 512 * 2),
+        ("s4[100]{0:T(1024)E(4)}", 512, 50),
+    ],
+)
+def test_tiled_bytes_follow_array_size(text, tiled, logical):
+    """ShapeUtil::ArraySize: the first tile rounds the minor dimensions up."""
+    from bufferhouse.parse.shapes import byte_size, parse_shape, tiled_byte_size
+
+    shape = parse_shape(text)
+    assert (tiled_byte_size(shape), byte_size(shape)) == (tiled, logical)
+
+
+def test_tiled_bytes_are_the_assigned_sizes(warehouses):
+    """The independent figure: XLA's assigned slice size of every array value of the real
+    compiles equals its tiled size, and the padding is size - logical_bytes."""
+    db, _ = warehouses["proto"]
+    n, equal, padded = _rows(
+        db,
+        """
+        SELECT count(*), count(*) FILTER (WHERE v.tiled_bytes = s.size),
+               count(*) FILTER (WHERE s.size > v.logical_bytes)
+        FROM hlo_values v JOIN assignments s USING (module_id, value_id)
+        WHERE NOT v.is_tuple
+        """,
+    )[0]
+    assert n == equal > 150
+    assert padded > 80

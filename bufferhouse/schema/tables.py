@@ -338,6 +338,14 @@ VALUES = Table(
         ),
         _c("is_tuple", "BOOLEAN", "The value's shape is a tuple (its buffer is a pointer table)."),
         _c("line", "INTEGER", "Line of the value line in the dump file; NULL from a proto."),
+        _c(
+            "tiled_bytes",
+            "BIGINT",
+            "ShapeUtil::ArraySize: the array's bytes in its tiled layout (each minor"
+            " dimension rounded up to the first tile's, e.g. bf16[1001,1000]{1,0:T(8,128)(2,1)}"
+            " is 1,008 x 1,024 x 2 bytes); logical_bytes when untiled; NULL for tuples and"
+            " unknown sizes. On TPU it is the assigned size (docs/metrics.md, tiled layouts).",
+        ),
     ),
 )
 

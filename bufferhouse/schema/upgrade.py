@@ -133,8 +133,10 @@ def _add_oom_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 def _add_xla_temp_bytes(con: duckdb.DuckDBPyConnection) -> None:
     """9 -> 10: modules.xla_temp_bytes, memory_analysis()'s temp where the rule is known
-    (TPU, issue 36); NULL for modules loaded before: re-ingest them for it."""
+    (TPU, issue 36), and hlo_values.tiled_bytes (the size in the tiled layout); NULL for
+    modules loaded before: re-ingest them for it."""
     con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS xla_temp_bytes BIGINT")
+    con.execute("ALTER TABLE hlo_values ADD COLUMN IF NOT EXISTS tiled_bytes BIGINT")
 
 
 def _add_peak_sources(con: duckdb.DuckDBPyConnection) -> None:
