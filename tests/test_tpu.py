@@ -274,3 +274,16 @@ def test_tiled_bytes_are_the_assigned_sizes(warehouses):
     )[0]
     assert n == equal > 150
     assert padded > 80
+
+
+def test_memory_spaces_are_named(warehouses):
+    """Every color of the real compiles has its TPU name (XProf's memory viewer)."""
+    db, _ = warehouses["proto"]
+    names = _rows(
+        db,
+        """
+        SELECT DISTINCT h.color, s.name FROM heap_peaks h JOIN modules m USING (module_id)
+        LEFT JOIN memory_spaces s ON s.backend = m.backend AND s.color = h.color ORDER BY 1
+        """,
+    )
+    assert names == [(0, "HBM"), (1, "VMEM"), (2, "SFlag"), (6, "SparseCore")]

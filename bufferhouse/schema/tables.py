@@ -1213,12 +1213,23 @@ MEMORY_SPACE_NAMES: tuple[tuple[str, int, str, str], ...] = (
         "unpinned-host",
         "Unpinned host memory (Layout::kUnpinnedHostMemorySpace, 2026-05+).",
     ),
-    ("tpu", 0, "HBM", "High-bandwidth device memory (XProf memory viewer names)."),
-    ("tpu", 1, "VMEM", "On-chip vector memory that memory-space assignment prefetches into."),
-    ("tpu", 2, "SFlag", "Sync flags (XProf memory viewer)."),
-    ("tpu", 3, "CMEM", "Common memory (XProf memory viewer)."),
-    ("tpu", 4, "SMEM", "Scalar memory (XProf memory viewer)."),
-    ("tpu", 5, "Host", "Host memory (XProf memory viewer)."),
+    # TPU names by color: XProf's memory viewer, the one public source that maps them
+    # (openxla/xprof frontend/app/components/memory_viewer/memory_viewer_control/
+    # memory_viewer_control.ng.html: 0 HBM, 1 VMEM, 2 Sflag, 3 CMEM, 4 SMEM, 5 Host,
+    # 6 SparseCore); libtpu is closed. Seen in tests/data/tpu: 0, 1 (MSA's prefetches,
+    # `S(1)`), 2 (async copies' u32 sync flags, `S(2)`) and 6 (scalar predicates and
+    # loop counters, `S(6)`).
+    ("tpu", 0, "HBM", "High-bandwidth device memory (XProf memory viewer, color 0)."),
+    (
+        "tpu",
+        1,
+        "VMEM",
+        "On-chip vector memory that memory-space assignment prefetches into (color 1).",
+    ),
+    ("tpu", 2, "SFlag", "Sync flags: the u32 flags of async copies (XProf `Sflag`, color 2)."),
+    ("tpu", 3, "CMEM", "Common memory (XProf memory viewer, color 3)."),
+    ("tpu", 4, "SMEM", "Scalar memory (XProf memory viewer, color 4)."),
+    ("tpu", 5, "Host", "Host memory (XProf memory viewer, color 5; Layout::kHostMemorySpace)."),
     (
         "tpu",
         6,
