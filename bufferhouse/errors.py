@@ -43,6 +43,12 @@ class ParseError(DumpError):
     """The text does not follow the dump grammar (or breaks one of its invariants)."""
 
 
+class UnknownInput(DumpError):
+    """Well-formed input this release does not know (an attribute, line, file kind or
+    field a newer XLA writes): kept and reported as a warning, the module loads;
+    `--strict` refuses it as an error."""
+
+
 class WarehouseError(BufferhouseError):
     """The warehouse file cannot be used as asked."""
 

@@ -214,7 +214,7 @@ def test_ten_megabyte_line(tmp_path):
     report, db = _ingest(root)
     (failed,) = report.failed
     assert (failed.files.stem, failed.error.line) == ("huge-line", 2)
-    assert "unknown allocation attribute" in failed.error.message
+    assert "malformed allocation attribute" in failed.error.message
     assert len(failed.error.message) < 300
     assert len(failed.error.describe()) < 500
     assert [o.files.stem for o in report.loaded] == [SAMPLE.stem]

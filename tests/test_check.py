@@ -128,7 +128,7 @@ DAMAGE = [
     ),
     (
         "diagnostics of a missing module",
-        "INSERT INTO diagnostics VALUES (1, 42, 'x.txt', 1, 'warning', 'w', NULL)",
+        "INSERT INTO diagnostics VALUES (1, 42, 'x.txt', 1, 'warning', 'w', NULL, NULL)",
         "orphans",
         "diagnostics of a missing module",
     ),

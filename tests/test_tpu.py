@@ -27,10 +27,6 @@ FORMS = {
     "text": ("*.txt",),
     "text+proto": ("*.txt", "*.hlo.pb"),
 }
-#: jax 0.12 prints `page N` on every allocation line; the text reader learns it on main.
-TEXT_NEEDS_PAGE = pytest.mark.xfail(
-    strict=True, reason="allocation attribute `page N` (issue 36), added on main"
-)
 
 
 def _analysis(program: str) -> dict:
@@ -64,11 +60,7 @@ def _by_program(db: Path, sql: str) -> dict[str, tuple]:
     return {Path(r[0]).parent.name: r[1:] for r in _rows(db, sql)}
 
 
-def _form(form: str):
-    return pytest.param(form, marks=TEXT_NEEDS_PAGE) if "text" in form else form
-
-
-@pytest.mark.parametrize("form", [_form(f) for f in FORMS])
+@pytest.mark.parametrize("form", list(FORMS))
 def test_every_compile_loads_with_memory_analysis_temp(warehouses, form):
     db, report = warehouses[form]
     assert report.ok, report
@@ -104,7 +96,6 @@ _PEAKS = """
 """
 
 
-@TEXT_NEEDS_PAGE
 def test_heap_peaks_are_one_figure_in_every_form(warehouses):
     """Per memory space: the text's live-range sweep equals the proto's trace."""
     proto = _by_program(warehouses["proto"][0], _PEAKS)

@@ -27,7 +27,12 @@ from bufferhouse.render import human_bytes
     callback=check_labels,
     help="Label the modules (repeatable).",
 )
-@click.option("--strict", is_flag=True, help="Stop at the first module that fails.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Stop at the first module that fails; input this release does not know"
+    " (a newer XLA's attribute or line) fails its module too.",
+)
 @click.option(
     "-j",
     "--jobs",

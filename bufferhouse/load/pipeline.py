@@ -9,6 +9,7 @@ batch.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import socket
@@ -19,7 +20,7 @@ from datetime import datetime, timezone
 
 import duckdb
 
-from bufferhouse.errors import BufferhouseError, WarehouseError
+from bufferhouse.errors import BufferhouseError, UnknownInput, WarehouseError
 from bufferhouse.load import handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
 from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
@@ -270,6 +271,8 @@ def run_batches(
                     # A profile program's HloProto: a worker parsed its own copy of it
                     # (parse_files lets go of the one it parses itself).
                     files.program_data = None
+                if strict:
+                    result = refuse_unknown(result)
                 outcome = _stage(writer, files, result)
                 if outcome.status in ("loaded", "events", "snapshot"):
                     waiting.append(outcome)
@@ -291,6 +294,18 @@ def run_batches(
             if writing is not None:  # leaving on an error: let the write finish, quietly
                 with contextlib.suppress(Exception):
                     writing[0].result()
+
+
+def refuse_unknown(result: ParseResult) -> ParseResult:
+    """Under --strict, a module that loaded with input this release does not know (an
+    UnknownInput warning) fails with that warning as its error."""
+    unknown = next((w for w in result.warnings if isinstance(w, UnknownInput)), None)
+    if unknown is None or result.status != "parsed":
+        return result
+    error = UnknownInput(
+        unknown.path, unknown.line, unknown.message + " (refused: --strict)", unknown.text
+    )
+    return dataclasses.replace(result, status="failed", error=error, module_row=None, tables=None)
 
 
 def _stage(

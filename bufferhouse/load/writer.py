@@ -47,6 +47,7 @@ def _diagnostic_rows(
             "severity": severity,
             "message": e.message,
             "event_id": event_id,
+            "text": None if e.text is None else e.text[:2000],
         }
         for e in problems
     ]

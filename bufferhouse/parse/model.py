@@ -96,6 +96,8 @@ ALLOCS = pa.schema(
         ("maybe_live_out", pa.bool_()),
         ("preallocated_temp", pa.bool_()),
         ("address", pa.string()),
+        ("page", pa.int64()),
+        ("unknown_attributes", pa.string()),
     ]
 )
 
@@ -117,6 +119,8 @@ def alloc_row(a: Alloc) -> tuple:
         bool(f.get("maybe-live-out")),
         bool(f.get("preallocated-temp")),
         f.get("address"),
+        f.get("page"),
+        ", ".join(f["unknown"]) if f.get("unknown") else None,  # type: ignore[arg-type]
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -297,6 +297,16 @@ ALLOCATIONS = Table(
             "max_live_bytes",
             "BIGINT",
             "Temp allocations: most bytes in use at once (union of the byte ranges of values live at a step); NULL for other kinds or without live ranges (always from a proto).",
+        ),
+        _c(
+            "page",
+            "BIGINT",
+            "`page N` (XLA 2026-06+, jaxlib 0.11.1+): the page of XLA's multi-page assignment, one heap per (color, page); 0 on every line today. NULL where not printed and from a proto (BufferAllocationProto has no page).",
+        ),
+        _c(
+            "unknown_attributes",
+            "VARCHAR",
+            "Attributes of the allocation line this release does not know (a newer XLA's), as printed, `, `-separated; NULL when none. A warning in diagnostics names the first line.",
         ),
     ),
 )
@@ -1111,6 +1121,13 @@ DIAGNOSTICS = Table(
             "BIGINT",
             "OOM event it concerns (oom_events.event_id): a part of the message that could not"
             " be read, the event loaded with the rest; NULL for modules.",
+        ),
+        _c(
+            "text",
+            "VARCHAR",
+            "The input the message is about, as read (at most 2,000 characters): the"
+            " unknown attribute or line a warning kept, the line an error refused; NULL"
+            " when about the whole file.",
         ),
     ),
     per_module=False,

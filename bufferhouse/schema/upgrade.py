@@ -132,7 +132,7 @@ def _add_oom_tables(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _add_xla_temp_bytes(con: duckdb.DuckDBPyConnection) -> None:
-    """9 -> 10: modules.xla_temp_bytes, memory_analysis()'s temp where the rule is known
+    """10 -> 11: modules.xla_temp_bytes, memory_analysis()'s temp where the rule is known
     (TPU, issue 36), and hlo_values.tiled_bytes (the size in the tiled layout); NULL for
     modules loaded before: re-ingest them for it."""
     con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS xla_temp_bytes BIGINT")
@@ -204,6 +204,17 @@ def _add_oom_fragment_columns(con: duckdb.DuckDBPyConnection) -> None:
     )
 
 
+def _add_unknown_input_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """9 -> 10: today's XLA (issue 36): allocations.page and allocations.unknown_attributes,
+    diagnostics.text (the input a message is about); NULL for what was loaded before."""
+    for table, column, type_ in (
+        ("allocations", "page", "BIGINT"),
+        ("allocations", "unknown_attributes", "VARCHAR"),
+        ("diagnostics", "text", "VARCHAR"),
+    ):
+        con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {type_}")
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 UPGRADES = {
     1: _renumber_modules,
@@ -214,7 +225,8 @@ UPGRADES = {
     6: _add_peak_sources,
     7: _add_runtime_tables,
     8: _add_oom_fragment_columns,
-    9: _add_xla_temp_bytes,
+    9: _add_unknown_input_columns,
+    10: _add_xla_temp_bytes,
 }
 
 

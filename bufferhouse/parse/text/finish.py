@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from bufferhouse.errors import DumpError, ParseError
+from bufferhouse.errors import DumpError, ParseError, UnknownInput
 from bufferhouse.parse.derive.heap import sum_exact
 from bufferhouse.parse.model import ERA_FEATURES, Reading, ReadingFacts, Scanned
 from bufferhouse.parse.text import rules
@@ -98,6 +98,7 @@ def finish(
     allocs = s.allocs
     if not np.array_equal(allocs["index"].to_numpy(), np.arange(allocs.num_rows)):
         warnings.append(DumpError(s.ba_path, 0, "allocation indices are not 0..n-1 in file order"))
+    warnings += unknown_attributes(s.ba_path, allocs)
     by_id = _values_by_id(s)
     tables = {
         "allocations": _allocations_table(allocs),
@@ -226,8 +227,35 @@ def _allocations_table(allocs: pa.Table) -> pa.Table:
             "address": allocs["address"],
             "line": allocs["line"],
             "max_live_bytes": pa.nulls(allocs.num_rows, pa.int64()),
+            "page": allocs["page"],
+            "unknown_attributes": allocs["unknown_attributes"],
         },
     )
+
+
+def unknown_attributes(path: str, allocs: pa.Table) -> list[DumpError]:
+    """One warning per distinct attribute list this grammar did not know (both readers
+    keep it in the rows; grammar.alloc_attributes), at its first line, with a count."""
+    unknown = allocs["unknown_attributes"]
+    if unknown.null_count == len(unknown):
+        return []
+    texts = unknown.to_pylist()
+    lines = allocs["line"].to_pylist()
+    first: dict[str, tuple[int, int]] = {}
+    for text, line in zip(texts, lines):
+        if text is not None:
+            at, count = first.get(text, (line, 0))
+            first[text] = (at, count + 1)
+    return [
+        UnknownInput(
+            path,
+            at,
+            f"unknown allocation attribute '{text[:120]}' kept in allocations.unknown_attributes"
+            f" ({count} allocation{'s' if count > 1 else ''}; a newer XLA?)",
+            text,
+        )
+        for text, (at, count) in first.items()
+    ]
 
 
 def _stack_trace_table(s: Scanned) -> pa.Table:

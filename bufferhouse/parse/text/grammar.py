@@ -294,8 +294,12 @@ BULK = (ALLOCATION, VALUE, CROSS, HEADER, POSITION, USE, STEP, BUFFER_LIVE_RANGE
 
 
 def alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str, object]:
-    """§3.1 attributes: `, color N, parameter N, shape |S| at ShapeIndex {i},
-    output shape is |S|, constant, thread-local, maybe-live-out, preallocated-temp`."""
+    """§3.1 attributes: `, color N, page N, parameter N, shape |S| at ShapeIndex {i},
+    output shape is |S|, constant, thread-local, maybe-live-out, preallocated-temp`.
+
+    An attribute this grammar does not know but that is well formed (a word, then
+    anything up to the next `, `; a newer XLA's) is kept in `unknown`, in order: the
+    module loads and says so (docs/format.md §3.1). Anything else is malformed."""
     flags: dict[str, object] = {}
     pos = 0
     n = len(rest)
@@ -310,17 +314,11 @@ def alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str, 
             )
         pos += 2
         if rest.startswith("color ", pos):
-            m = _COLOR.match(rest, pos)
-            if not m:
-                raise ParseError(path, lineno, "expected 'color N'", line)
-            flags["color"] = number(m.group(1), "color", path, lineno, line)
-            pos = m.end()
+            pos = _numbered(flags, "color", _COLOR, rest, pos, path, lineno, line)
+        elif rest.startswith("page ", pos):
+            pos = _numbered(flags, "page", _PAGE, rest, pos, path, lineno, line)
         elif rest.startswith("parameter ", pos):
-            m = _PARAMETER.match(rest, pos)
-            if not m:
-                raise ParseError(path, lineno, "expected 'parameter N'", line)
-            flags["parameter_number"] = number(m.group(1), "parameter", path, lineno, line)
-            pos = m.end()
+            pos = _numbered(flags, "parameter_number", _PARAMETER, rest, pos, path, lineno, line)
             if rest.startswith(", shape |", pos):
                 end = rest.find("|", pos + 9)
                 if end < 0:
@@ -340,23 +338,70 @@ def alloc_attributes(path: str, lineno: int, line: str, rest: str) -> dict[str, 
             flags["output_shape"] = rest[pos + 17 : end]
             pos = end + 1
         else:
-            for word in FLAGS:
-                if rest.startswith(word, pos) and (
-                    pos + len(word) == n or rest.startswith(",", pos + len(word))
-                ):
-                    flags[word] = True
-                    pos += len(word)
-                    break
-            else:
-                raise ParseError(
-                    path,
-                    lineno,
-                    f"unknown allocation attribute '{rest[pos:].split(',')[0][:60]}'",
-                    line,
-                )
+            pos = _flag_or_unknown(flags, rest, pos, path, lineno, line)
     return flags
 
 
+def _numbered(
+    flags: dict[str, object],
+    key: str,
+    pattern: re.Pattern,
+    rest: str,
+    pos: int,
+    path: str,
+    lineno: int,
+    line: str,
+) -> int:
+    """`WORD N` at `pos` into flags[key]; the position after it."""
+    m = pattern.match(rest, pos)
+    if not m:
+        raise ParseError(path, lineno, f"expected '{pattern.pattern.split(' ')[0]} N'", line)
+    flags[key] = number(m.group(1), key.split("_")[0], path, lineno, line)
+    return m.end()
+
+
+def _flag_or_unknown(
+    flags: dict[str, object], rest: str, pos: int, path: str, lineno: int, line: str
+) -> int:
+    """A known flag word at `pos`, or a well-formed unknown attribute kept in
+    flags['unknown']; the position after it."""
+    n = len(rest)
+    for word in FLAGS:
+        if rest.startswith(word, pos) and (
+            pos + len(word) == n or rest.startswith(",", pos + len(word))
+        ):
+            flags[word] = True
+            return pos + len(word)
+    m = _UNKNOWN_ATTRIBUTE.match(rest, pos, pos + _UNKNOWN_MAX + 1)
+    if m is None or _known_word(m.group(0)) or m.end() - pos > _UNKNOWN_MAX:
+        raise ParseError(
+            path,
+            lineno,
+            f"malformed allocation attribute '{rest[pos:].split(',')[0][:60]}' (expected"
+            " 'color N', 'page N', 'parameter N...', 'output shape is |S|', a flag, or a"
+            f" new attribute: a word and text, at most {_UNKNOWN_MAX} characters)",
+            line,
+        )
+    unknown = flags.setdefault("unknown", [])
+    unknown.append(m.group(0))  # type: ignore[union-attr]
+    return m.end()
+
+
 _COLOR = re.compile(r"color ([0-9]+)")
+#: The page of XLA's multi-page assignment (2026-06+, `page 0` on every line; docs/format.md §3.1).
+_PAGE = re.compile(r"page ([0-9]+)")
+#: An attribute a newer XLA may print: a lower-case word, then text up to the next `, `
+#: (a `|shape|` inside may hold commas).
+#: ... at most this long; a known word followed by other text is malformed, not unknown.
+_UNKNOWN_MAX = 200
+_KNOWN_WORDS = {*FLAGS, "color", "page", "parameter", "output", "shape"}
+_UNKNOWN_ATTRIBUTE = re.compile(r"[a-z][a-z0-9_-]*(?:(?: |=)(?:\|[^|]*\||[^,|])*)?")
 _PARAMETER = re.compile(r"parameter ([0-9]+)")
+
+
+def _known_word(attribute: str) -> bool:
+    """Whether an attribute starts with a word the grammar knows (then it is malformed)."""
+    return re.split(r"[ =]", attribute, maxsplit=1)[0] in _KNOWN_WORDS
+
+
 _AT_INDEX = re.compile(r" at ShapeIndex (" + INDEX + r")")

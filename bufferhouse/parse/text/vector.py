@@ -356,10 +356,13 @@ def _allocations(
     return pa.Table.from_arrays([columns[f.name] for f in model.ALLOCS], schema=model.ALLOCS)
 
 
-#: A parameter's number in an allocation's attribute list (after its color, if any), and
-#: a number of at most 18 digits (a longer one is parsed, and worded, as the rest is).
-_PARAMETER = r"^((?:, color [0-9]+)?, parameter )[0-9]{1,18}($|[^0-9])"
-_PARAMETER_NUMBER = r"^(?:, color [0-9]+)?, parameter (?P<n>[0-9]{1,18})(?:$|[^0-9])"
+#: A parameter's number in an allocation's attribute list (after its color and page, if
+#: any), and a number of at most 18 digits (a longer one is parsed, and worded, as the
+#: rest is).
+_PARAMETER = r"^((?:, color [0-9]+)?(?:, page [0-9]+)?, parameter )[0-9]{1,18}($|[^0-9])"
+_PARAMETER_NUMBER = (
+    r"^(?:, color [0-9]+)?(?:, page [0-9]+)?, parameter (?P<n>[0-9]{1,18})(?:$|[^0-9])"
+)
 
 
 def _parameters(rests: pa.Array) -> tuple[pa.Array, pa.Array]:
