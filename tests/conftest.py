@@ -209,3 +209,11 @@ def drop_version_7(con: duckdb.DuckDBPyConnection) -> None:
     (for the tests that build an older warehouse by dropping what it lacked)."""
     for table in ("modules", "heap_peaks"):
         con.execute(f"ALTER TABLE {table} DROP COLUMN peak_source")
+    drop_version_11(con)
+
+
+def drop_version_11(con: duckdb.DuckDBPyConnection) -> None:
+    """Take a fresh warehouse back to what schema version 10 had: no modules.xla_temp_bytes,
+    no hlo_values.tiled_bytes."""
+    con.execute("ALTER TABLE modules DROP COLUMN IF EXISTS xla_temp_bytes")
+    con.execute("ALTER TABLE hlo_values DROP COLUMN IF EXISTS tiled_bytes")

@@ -368,12 +368,16 @@ def _negative_shape_index(ba) -> str:
     )
 
 
-def _dangling_trace_allocation(ba) -> str:
-    missing = max(a.index for a in ba.buffer_allocations) + 7
-    ba.heap_simulator_traces[0].buffer_allocation_index = missing
+def _trace_of_two_colors(ba) -> str:
+    """A buffer of another memory space in a trace (XLA simulates each color apart)."""
+    events = ba.heap_simulator_traces[0].events
+    first = events[0].buffer_id
+    k, other = next((k, e.buffer_id) for k, e in enumerate(events) if e.buffer_id != first)
+    row = next(i for i, lb in enumerate(ba.logical_buffers) if lb.id == other)
+    ba.logical_buffers[row].color = 3
     return (
-        "buffer_assignment.heap_simulator_traces[0].buffer_allocation_index: "
-        f"trace 0 names allocation {missing}, which does not exist"
+        f"buffer_assignment.heap_simulator_traces[0].events[{k}]: "
+        "trace 0 holds buffers of colors 0 and 3, where a trace is of one memory space"
     )
 
 
@@ -410,7 +414,7 @@ MUTANTS = [
     _id_twice,
     _negative_logical_size,
     _negative_shape_index,
-    _dangling_trace_allocation,
+    _trace_of_two_colors,
     _negative_allocation_size,
     _assigned_twice,
 ]

@@ -24,6 +24,7 @@ __all__ = [
     "parse_shape_at",
     "parse_shape_index",
     "subshape",
+    "tiled_byte_size",
     "value_facts",
 ]
 
@@ -311,6 +312,37 @@ def byte_size(shape: Shape, pointer_size: int = 8) -> int | None:
     return None if size is None else n * size
 
 
+def tiled_byte_size(shape: Shape) -> int | None:
+    """``ShapeUtil::ArraySize`` (xla/shape_util.cc): the bytes of an array in its tiled
+    layout. Only the first tile pads ("We assume the sub-tiles won't cause additional
+    padding"): the i-th most minor dimension (in minor_to_major order) is rounded up to
+    the tile's i-th last size, a dimension past the shape's rank counts 1 (a scalar's
+    `T(128)` is 128 elements), the rest are taken whole; then times the element size
+    (or `E(bits)` rounded up to bytes). Untiled: byte_size. None for tuples, unknown
+    sizes, and tiles with `*` (a combined dimension) or a layout without minor_to_major.
+    """
+    if shape.is_tuple or shape.element_type in ("b", "token", "opaque"):
+        return None
+    if not shape.tiles:
+        return byte_size(shape)
+    first = shape.tiles[1 : shape.tiles.index(")")]
+    if "*" in first or shape.minor_to_major is None or -1 in shape.dims:
+        return None
+    tile = _ints(first)
+    order = shape.minor_to_major
+    n = 1
+    for i in range(len(tile)):
+        dim = shape.dims[order[i]] if i < len(order) else 1
+        step = tile[len(tile) - 1 - i]
+        n *= -(-dim // step) * step
+    for i in range(len(tile), len(order)):
+        n *= shape.dims[order[i]]
+    if shape.element_size_bits:
+        return -(-n * shape.element_size_bits // 8)
+    size = element_bytes(shape.element_type or "")
+    return None if size is None else n * size
+
+
 def subshape(shape: Shape, index: tuple[int, ...]) -> Shape:
     """``ShapeUtil::GetSubshape``; IndexError if ``index`` does not exist in ``shape``."""
     for i in index:
@@ -355,6 +387,7 @@ VALUE_SHAPE_COLUMNS = (
     "memory_space",
     "logical_bytes",
     "is_tuple",
+    "tiled_bytes",
 )
 
 
@@ -369,4 +402,5 @@ def value_facts(shape: Shape) -> tuple:
         shape.memory_space,
         byte_size(shape),
         shape.is_tuple,
+        tiled_byte_size(shape),
     )

@@ -55,7 +55,7 @@ _ORDER = (
     "shape_indices",
     "values_placed_once",
     "slices_in_bounds",
-    "trace_allocations",
+    "trace_colors",
     "trace_sizes",
 )
 

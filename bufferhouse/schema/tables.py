@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,15 @@ MODULES = Table(
             " profile), live_ranges (the text dump's HloLiveRange), allocations (no temp"
             " allocation in the space); NULL with heap_peak_bytes.",
         ),
+        _c(
+            "xla_temp_bytes",
+            "BIGINT",
+            "What memory_analysis().temp_size_in_bytes reports, where the rule is known: TPU"
+            " (any form): memory space 0's temp allocation (not a tuple one) rounded up to 16"
+            " KiB, R, plus its fragmentation as libtpu counts it, R minus the most temp bytes"
+            " in use and the tuple pointer tables (docs/metrics.md, TPU temp). NULL on other"
+            " backends and without a temp peak.",
+        ),
     ),
     per_module=False,
 )
@@ -339,6 +348,14 @@ VALUES = Table(
         ),
         _c("is_tuple", "BOOLEAN", "The value's shape is a tuple (its buffer is a pointer table)."),
         _c("line", "INTEGER", "Line of the value line in the dump file; NULL from a proto."),
+        _c(
+            "tiled_bytes",
+            "BIGINT",
+            "ShapeUtil::ArraySize: the array's bytes in its tiled layout (each minor"
+            " dimension rounded up to the first tile's, e.g. bf16[1001,1000]{1,0:T(8,128)(2,1)}"
+            " is 1,008 x 1,024 x 2 bytes); logical_bytes when untiled; NULL for tuples and"
+            " unknown sizes. On TPU it is the assigned size (docs/metrics.md, tiled layouts).",
+        ),
     ),
 )
 
@@ -695,13 +712,15 @@ HEAP_EVENTS = Table(
         _c(
             "color",
             "INTEGER",
-            "Memory space of the trace: its allocation's color (buffer_allocation_index), else"
-            " the color of its first event's buffer.",
+            "Memory space of the trace: the color of the allocation its buffers are placed in"
+            " (one color per trace: XLA simulates each color apart), else of its buffers.",
         ),
         _c(
             "allocation_index",
             "INTEGER",
-            "The trace's buffer_allocation_index as XLA wrote it (XProf does not trust it).",
+            "The trace's buffer_allocation_index as XLA wrote it: the index its allocation had"
+            " before CombineTempAllocations renumbered them, so it may name no allocation of"
+            " the module (join value_id to assignments for the allocation; docs/proto-input.md).",
         ),
         _c("size", "BIGINT", "Bytes of the event's logical buffer.", False),
         _c(
@@ -1211,12 +1230,23 @@ MEMORY_SPACE_NAMES: tuple[tuple[str, int, str, str], ...] = (
         "unpinned-host",
         "Unpinned host memory (Layout::kUnpinnedHostMemorySpace, 2026-05+).",
     ),
-    ("tpu", 0, "HBM", "High-bandwidth device memory (XProf memory viewer names)."),
-    ("tpu", 1, "VMEM", "On-chip vector memory that memory-space assignment prefetches into."),
-    ("tpu", 2, "SFlag", "Sync flags (XProf memory viewer)."),
-    ("tpu", 3, "CMEM", "Common memory (XProf memory viewer)."),
-    ("tpu", 4, "SMEM", "Scalar memory (XProf memory viewer)."),
-    ("tpu", 5, "Host", "Host memory (XProf memory viewer)."),
+    # TPU names by color: XProf's memory viewer, the one public source that maps them
+    # (openxla/xprof frontend/app/components/memory_viewer/memory_viewer_control/
+    # memory_viewer_control.ng.html: 0 HBM, 1 VMEM, 2 Sflag, 3 CMEM, 4 SMEM, 5 Host,
+    # 6 SparseCore); libtpu is closed. Seen in tests/data/tpu: 0, 1 (MSA's prefetches,
+    # `S(1)`), 2 (async copies' u32 sync flags, `S(2)`) and 6 (scalar predicates and
+    # loop counters, `S(6)`).
+    ("tpu", 0, "HBM", "High-bandwidth device memory (XProf memory viewer, color 0)."),
+    (
+        "tpu",
+        1,
+        "VMEM",
+        "On-chip vector memory that memory-space assignment prefetches into (color 1).",
+    ),
+    ("tpu", 2, "SFlag", "Sync flags: the u32 flags of async copies (XProf `Sflag`, color 2)."),
+    ("tpu", 3, "CMEM", "Common memory (XProf memory viewer, color 3)."),
+    ("tpu", 4, "SMEM", "Scalar memory (XProf memory viewer, color 4)."),
+    ("tpu", 5, "Host", "Host memory (XProf memory viewer, color 5; Layout::kHostMemorySpace)."),
     (
         "tpu",
         6,

@@ -131,6 +131,14 @@ def _add_oom_tables(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE diagnostics ADD COLUMN IF NOT EXISTS event_id BIGINT")
 
 
+def _add_xla_temp_bytes(con: duckdb.DuckDBPyConnection) -> None:
+    """10 -> 11: modules.xla_temp_bytes, memory_analysis()'s temp where the rule is known
+    (TPU, issue 36), and hlo_values.tiled_bytes (the size in the tiled layout); NULL for
+    modules loaded before: re-ingest them for it."""
+    con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS xla_temp_bytes BIGINT")
+    con.execute("ALTER TABLE hlo_values ADD COLUMN IF NOT EXISTS tiled_bytes BIGINT")
+
+
 def _add_peak_sources(con: duckdb.DuckDBPyConnection) -> None:
     """6 -> 7: one peak per module and memory space whichever form carried it:
     heap_peaks.peak_source and modules.peak_source. A space without temp allocations is
@@ -218,6 +226,7 @@ UPGRADES = {
     7: _add_runtime_tables,
     8: _add_oom_fragment_columns,
     9: _add_unknown_input_columns,
+    10: _add_xla_temp_bytes,
 }
 
 

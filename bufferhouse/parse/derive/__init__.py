@@ -22,7 +22,7 @@ from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.derive.fingerprint import assignment_fingerprint
 from bufferhouse.parse.derive.heap import SpaceSweep, sum_exact, sweep, value_rows
-from bufferhouse.parse.derive.xla import XlaPeaks, xla_peaks
+from bufferhouse.parse.derive.xla import XlaPeaks, tpu_temp_bytes, xla_peaks
 from bufferhouse.parse.model import Reading
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, arrow_schema
 from bufferhouse.schema.ids import UNASSIGNED_MODULE_ID
@@ -79,6 +79,7 @@ class ModuleRow:
     assignment_fingerprint: str
     source_kind: str
     peak_source: str | None
+    xla_temp_bytes: int | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -144,6 +145,10 @@ def derive(reading: Reading, origin: Origin) -> Derived:
         memory.release()
     traced = _trace_peaks(tables["heap_events"], tables["sequence"])
     warnings = [*reading.warnings, *_disagreements(origin, traced, swept)]
+    asg_tuple = _assignment_is_tuple(tables["hlo_values"], value_row)
+    if tables["heap_events"].num_rows:
+        untraced = _tuple_only_spaces(allocations, is_temp, tables["assignments"], asg_tuple)
+        traced.update({c: SpaceSweep(0, None) for c in untraced - traced.keys()})
     heap_rows = _heap_peak_rows(allocations, is_temp, traced, swept)
     derived_columns = {
         "category": categories(allocations),
@@ -156,7 +161,40 @@ def derive(reading: Reading, origin: Origin) -> Derived:
     tables["heap_peaks"] = _heap_peaks_table(heap_rows)
     xla = xla_peaks(allocations, tables["assignments"], tables["heap_events"])
     row = _module_row(reading, origin, heap_rows, xla, tables, value_row)
+    if row.backend == "tpu":
+        space0 = next((r for r in heap_rows if r.color == 0), None)
+        row.xla_temp_bytes = tpu_temp_bytes(
+            allocations,
+            is_temp,
+            tables["assignments"],
+            asg_tuple,
+            space0.temp_peak_bytes if space0 else 0,
+        )
     return Derived(row, tables, warnings)
+
+
+def _assignment_is_tuple(values: pa.Table, value_row: pa.Array) -> np.ndarray:
+    """Row for row with assignments: whether the value is tuple-shaped (False unknown)."""
+    return pc.fill_null(pc.take(values["is_tuple"], value_row), False).to_numpy(
+        zero_copy_only=False
+    )
+
+
+def _tuple_only_spaces(
+    allocations: pa.Table, is_temp: np.ndarray, assignments: pa.Table, is_tuple: np.ndarray
+) -> set[int]:
+    """Colors whose temp allocations hold tuple-shaped values only: XLA never
+    heap-simulates those (AssignSingleHloBuffer gives each its own allocation), so a
+    proto has no trace there and the most temp bytes in use is 0, as the live ranges say."""
+    index = allocations["allocation_index"].to_numpy()
+    color = allocations["color"].to_numpy()
+    temp_color = dict(zip(index[is_temp].tolist(), color[is_temp].tolist()))
+    spaces = set(temp_color.values())
+    sizes = assignments["size"].to_numpy()
+    for a, tup, size in zip(assignments["allocation_index"].to_numpy().tolist(), is_tuple, sizes):
+        if a in temp_color and size and not tup:
+            spaces.discard(temp_color[a])
+    return spaces
 
 
 def _check_preallocated(allocations: pa.Table, temp: pa.Array, origin: Origin) -> None:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
 from bufferhouse.parse.heapsim import ALLOC, RefCountedHeap
 from bufferhouse.schema.rules import static_buffers
 
-__all__ = ["XlaPeaks", "xla_peaks"]
+__all__ = ["TPU_TEMP_STEP", "XlaPeaks", "tpu_temp_bytes", "xla_peaks"]
 
 _KIND = {"ALLOC": 0, "FREE": 1, "SHARE_WITH": 2}
 
@@ -51,3 +52,60 @@ def xla_peaks(allocations: pa.Table, assignments: pa.Table, heap_events: pa.Tabl
         heap.apply(kind, b, share if share is not None else 0)
         peak = max(peak, heap.mem)
     return XlaPeaks(static, peak)
+
+
+#: libtpu counts the HBM temp allocation in steps of 16 KiB: the alignment
+#: CombineTempAllocations puts between the parts it joins into the TPU temp
+#: allocation (every part of every fixture starts at a multiple of 16 KiB), and the
+#: `HLO temp` figure libtpu's log prints under `Program hbm requirement`.
+TPU_TEMP_STEP = 16 * 1024
+
+
+def tpu_temp_bytes(
+    allocations: pa.Table,
+    is_temp: np.ndarray,
+    assignments: pa.Table,
+    is_tuple: np.ndarray,
+    temp_peak: int | None,
+) -> int | None:
+    """memory_analysis().temp_size_in_bytes of a TPU compile (docs/metrics.md, TPU temp):
+    HBM's `HLO temp` plus its fragmentation, as libtpu reports them.
+
+    Over the memory-space-0 temp allocations that are not tuple allocations (the
+    values at offset 0 are not tuple-shaped: a combined temp allocation takes the
+    tuple flag of its first part, and libtpu counts none of a tuple one):
+    R = their sizes rounded up to 16 KiB, P = the most temp bytes in use at once
+    (`temp_peak`, heap-simulated values) + the bytes of the tuple-shaped values in them
+    (pointer tables, never heap-simulated, held throughout); the figure is
+    R + (R - P). `is_tuple`: row for row with `assignments`. None when `temp_peak` is.
+    """
+    index = allocations["allocation_index"].to_numpy()
+    color = allocations["color"].to_numpy()
+    size = allocations["size"].to_numpy()
+    candidates = set(index[is_temp & (color == 0)].tolist())
+    if not candidates:
+        return 0
+    a_alloc = assignments["allocation_index"].to_numpy()
+    a_offset = assignments["byte_offset"].to_numpy()
+    a_size = assignments["size"].to_numpy()
+    counted = {
+        int(a)
+        for a, off, tup in zip(a_alloc.tolist(), a_offset.tolist(), is_tuple.tolist())
+        if a in candidates and off == 0 and not tup
+    }
+    if not counted:
+        return 0
+    if temp_peak is None:
+        return None
+    rounded = sum(
+        -(-int(s) // TPU_TEMP_STEP) * TPU_TEMP_STEP
+        for i, s in zip(index.tolist(), size.tolist())
+        if i in counted
+    )
+    tuples = {
+        (a, off, s)
+        for a, off, s, tup in zip(a_alloc.tolist(), a_offset.tolist(), a_size.tolist(), is_tuple)
+        if a in counted and tup and s
+    }
+    padded = temp_peak + sum(s for _, _, s in tuples)
+    return 2 * rounded - padded

@@ -97,7 +97,11 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str, form: str = "proto") ->
     shapes = _ValueShapes(ins)
     values = _values_table(buffers, placed, ins, shapes, where)
     sequence = flatten_schedule(module, entry, ins.by_id, where)
-    events, _ = heap_events_table(ba, buffers.row, placed.alloc_color, where)
+    at = {
+        v: (a, o, placed.alloc_color[a])
+        for v, a, o in zip(placed.value, placed.alloc, placed.offset)
+    }
+    events, _ = heap_events_table(ba, buffers.row, at, where)
     empty = {t.name: module_schema(t.name).empty_table() for t in MODULE_TABLES}
     tables = {
         **empty,

@@ -3,9 +3,21 @@ table is built: the statements `bufferhouse check` runs (schema/invariants.py),
 run here over the rows the proto would give, each break named by its proto field.
 
 A proto is bytes a program wrote, and a flipped bit still decodes: an index
-listed twice, a slice past its allocation, a negative size, a trace naming an
-allocation that is not there. Loaded, such a module fails `check` or, worse,
+listed twice, a slice past its allocation, a negative size, a trace holding a
+buffer of another memory space. Loaded, such a module fails `check` or, worse,
 passes it with wrong figures; so ingest refuses it with the field path.
+
+What a heap-simulator trace promises is XLA's (xla/service/buffer_assignment.cc):
+one trace per heap simulation, and a simulation is of one color (BufferAssigner::
+AssignBuffersWithSequentialOrdering, SplitBuffersByColor; AssignPresetBuffers for
+memory-space assignment's trace of each preset color). Its buffer_allocation_index is
+set by BufferAllocation::AddHeapTrace to the index of the allocation *then*;
+CombineTempAllocations then merges the temp allocations of a color into one (the
+merged-in traces take the first one's old index) and renumbers every allocation,
+leaving the traces' indices as they were. So the index names an allocation of the
+list before renumbering, which the proto does not hold: it is not checked (a TPU
+proto's traces name allocations 17 and 18 of 16), and the trace is placed by its
+buffers instead (trace.py). docs/proto-input.md has the table.
 """
 
 from __future__ import annotations
@@ -56,10 +68,11 @@ def _too_large(ba) -> str | None:
 def _rows(ba) -> dict[str, pa.Table]:
     """The columns the invariants read, as the decoder would fill them: one pass over
     each repeated field (a proto's Python objects are the cost, not the SQL)."""
-    ids, sizes, indexes = [], [], []
+    ids, sizes, indexes, colors = [], [], [], []
     for lb in ba.logical_buffers:
         ids.append(lb.id)
         sizes.append(lb.size)
+        colors.append(lb.color)
         index = lb.defined_at.shape_index
         indexes.append(index_text(index) if index else "{}")
     alloc_index, alloc_size, a_value, a_alloc, a_offset, a_size = [], [], [], [], [], []
@@ -71,13 +84,12 @@ def _rows(ba) -> dict[str, pa.Table]:
             a_offset.append(s.offset)
             a_size.append(s.size)
             a_alloc.append(a.index)
-    e_trace, e_event, e_value, e_alloc = [], [], [], []
+    e_trace, e_event, e_value = [], [], []
     for t, trace in enumerate(ba.heap_simulator_traces):
         buffers = [e.buffer_id for e in trace.events]
         e_value += buffers
         e_trace += [t] * len(buffers)
         e_event += range(len(buffers))
-        e_alloc += [trace.buffer_allocation_index] * len(buffers)
     i64 = pa.int64()
     value_id, e_values = pa.array(ids, i64), pa.array(e_value, i64)
     at = pc.index_in(e_values, value_set=value_id)  # NULL: a buffer decode reports
@@ -85,7 +97,13 @@ def _rows(ba) -> dict[str, pa.Table]:
         "allocations": pa.table(
             {"allocation_index": pa.array(alloc_index, i64), "size": pa.array(alloc_size, i64)}
         ),
-        "hlo_values": pa.table({"value_id": value_id, "shape_index": pa.array(indexes)}),
+        "hlo_values": pa.table(
+            {
+                "value_id": value_id,
+                "shape_index": pa.array(indexes),
+                "color": pa.array(colors, i64),
+            }
+        ),
         "assignments": pa.table(
             {
                 "value_id": pa.array(a_value, i64),
@@ -99,7 +117,6 @@ def _rows(ba) -> dict[str, pa.Table]:
                 "trace_index": pa.array(e_trace, i64),
                 "event_index": pa.array(e_event, i64),
                 "value_id": e_values,
-                "allocation_index": pa.array(e_alloc, i64),
                 "size": pc.take(pa.array(sizes, i64), at),
                 "heap_bytes": pa.nulls(len(e_value), i64),
             }
@@ -130,6 +147,9 @@ def _field(ba, v: Violation) -> str:
         ]
         i, j = at[1] if v.invariant == "values_placed_once" else at[0]
         return f"{_BA}.buffer_allocations[{i}].assigned[{j}]"
-    if v.invariant == "trace_allocations":
-        return f"{_BA}.heap_simulator_traces[{v.a}].buffer_allocation_index"
+    if v.invariant == "trace_colors":
+        color = {lb.id: lb.color for lb in lbs}
+        events = ba.heap_simulator_traces[v.a].events
+        k = next(k for k, e in enumerate(events) if color.get(e.buffer_id) == v.b)
+        return f"{_BA}.heap_simulator_traces[{v.a}].events[{k}]"
     return f"{_BA}.heap_simulator_traces[{v.a}].events[{v.b}]"

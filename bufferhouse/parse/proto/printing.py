@@ -59,16 +59,22 @@ def shape_text(shape: hlo_pb2.ShapeProto, layout: bool = True) -> str:
         for i, d in enumerate(shape.dimensions)
     )
     text = f"{name}[{dims}]"
-    if layout and shape.dimensions and shape.HasField("layout"):
-        text += _layout_text(shape.layout)
+    if layout and shape.HasField("layout"):
+        # A scalar's layout is printed only when it says something: TPU's `f32[]{:T(128)}`,
+        # `u32[]{:S(2)}`; CPU's scalars print bare (`f32[]`, never `f32[]{}`).
+        printed = _layout_text(shape.layout)
+        if shape.dimensions or printed != "{}":
+            text += printed
     return text
 
 
 def _layout_text(layout: hlo_pb2.LayoutProto) -> str:
     parts = ",".join(str(d) for d in layout.minor_to_major)
     extra = ""
-    for tile in layout.tiles:
-        extra += "T(" + ",".join(str(d) for d in tile.dimensions) + ")"
+    if layout.tiles:  # Layout::Print: one `T`, then each tile: `T(8,128)(2,1)`
+        extra += "T" + "".join(
+            "(" + ",".join(str(d) for d in tile.dimensions) + ")" for tile in layout.tiles
+        )
     if layout.element_size_in_bits:
         extra += f"E({layout.element_size_in_bits})"
     if layout.memory_space:

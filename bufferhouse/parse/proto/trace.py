@@ -13,9 +13,15 @@ __all__ = ["heap_events_table"]
 _KINDS = ("ALLOC", "FREE", "SHARE_WITH")
 
 
-def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, int]:
+def heap_events_table(ba, lb_index, placed: dict, where: str) -> tuple[pa.Table, int]:
     """heap_events rows: every event of every trace, with the bytes in use in the trace's
-    heap after it (XLA's reference counting: a shared buffer's bytes count once)."""
+    heap after it (XLA's reference counting: a shared buffer's bytes count once).
+
+    `placed`: buffer id -> (allocation index, byte offset, allocation color). A trace's
+    memory space is the color of the allocation its buffers are placed in, else of its
+    buffers: never found through its buffer_allocation_index, which is the allocation's
+    index before CombineTempAllocations renumbered them (parse/proto/invariants.py).
+    """
     lbs = ba.logical_buffers
     cols: dict[str, list] = {
         k: []
@@ -56,11 +62,8 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
         kinds = [ev.kind for ev in events]
         ids = [ev.buffer_id for ev in events]
         index = trace.buffer_allocation_index
-        color = (
-            alloc_color.get(index)
-            if index in alloc_color and index != 0
-            else lbs[lb_index[ids[0]]].color
-        )
+        first = placed.get(ids[0])
+        color = first[2] if first else lbs[lb_index[ids[0]]].color
         sizes = [lbs[lb_index[b]].size for b in ids]
         cols["trace_index"].extend([t] * len(events))
         cols["event_index"].extend(range(len(events)))
@@ -80,6 +83,7 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
                 ids,
                 [ev.share_with_canonical_id for ev in events],
                 {b: lbs[lb_index[b]].size for b in set(ids)},
+                {b: placed[b][:2] for b in set(ids) if b in placed},
                 where,
                 t,
             )
@@ -88,11 +92,25 @@ def heap_events_table(ba, lb_index, alloc_color, where: str) -> tuple[pa.Table, 
     return module_table("heap_events", cols), n_events
 
 
-def _replay(kinds, ids, shares, size, where, t) -> list[int]:
-    """Bytes in use after each event of one trace, counted as XLA counts them."""
+def _replay(kinds, ids, shares, size, slot, where, t) -> list[int]:
+    """Bytes in use after each event of one trace, counted as XLA counts them, with one
+    addition: an ALLOC of a buffer placed at the (allocation, offset) of a buffer still
+    held shares that one's bytes. Memory-space assignment's trace of its alternate
+    memory (TPU VMEM, AssignPresetBuffers) writes no SHARE_WITH for the aliases of a
+    while loop's state, and XLA's own replay counts them twice (a VMEM peak of 7.1 MiB
+    in a 4.6 MiB allocation); XLA's heap simulator writes SHARE_WITH for every buffer it
+    places on a live one, so its traces replay as before."""
     heap = RefCountedHeap(size, len(kinds))
+    holder: dict[tuple[int, int], int] = {}  # slot -> the buffer whose bytes are there
     out = []
     for k, (kind, b, share) in enumerate(zip(kinds, ids, shares)):
+        if kind == 0 and b in slot:
+            at = slot[b]
+            held = holder.get(at)
+            if held is not None and held != b and heap.ref.get(heap.root(held), 0) > 0:
+                kind, share = 2, held
+            else:
+                holder[at] = b
         try:
             root = heap.root(b) if kind == 1 else b  # before the FREE unlinks it
             left = heap.apply(kind, b, share)
