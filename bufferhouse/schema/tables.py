@@ -762,9 +762,21 @@ OOM_EVENTS = Table(
             "Exception named before RESOURCE_EXHAUSTED, e.g. jaxlib.xla_extension.XlaRuntimeError.",
         ),
         _c(
+            "error_code",
+            "VARCHAR",
+            "XLA's error code printed before the message (`E1000`; xla/error/error_codes.h,"
+            " openxla.org/xla/errors); NULL for a message without one.",
+        ),
+        _c(
+            "error_name",
+            "VARCHAR",
+            "The code's name as printed (`CompileTimeHbmOom`, `RuntimeBufferAllocationFailure`).",
+        ),
+        _c(
             "program_name",
             "VARCHAR",
             "Module or program named by the message (`Error loading program 'NAME'`,"
+            " `HLO module: NAME.`,"
             " `{{function_node NAME}}`), else jit_F from the buffers' op_name prefix jit(F)"
             " (the most common one); NULL if none.",
         ),
