@@ -43,7 +43,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: GPU names -> the device_description_str of the spec the CUDA plugin embeds.
@@ -224,7 +224,9 @@ def _line(r: Compile) -> str:
         if r.error is None
         else r.error.splitlines()[0][:120]
     )
-    return f"{r.target} {' '.join(f'{k}={v}' for k, v in r.labels.items())}: {what} ({r.seconds:.1f}s)"
+    return (
+        f"{r.target} {' '.join(f'{k}={v}' for k, v in r.labels.items())}: {what} ({r.seconds:.1f}s)"
+    )
 
 
 def _mlp_example() -> tuple[Callable, Callable]:

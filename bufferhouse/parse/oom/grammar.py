@@ -11,8 +11,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bufferhouse.parse.oom.prefix import Prefix, detect
 from bufferhouse.parse.oom import codes
+from bufferhouse.parse.oom.prefix import Prefix, detect
 from bufferhouse.parse.oom.sizes import (
     MAX_BYTES,
     SZ,
