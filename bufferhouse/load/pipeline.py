@@ -24,6 +24,7 @@ from bufferhouse.errors import BufferhouseError, UnknownInput, WarehouseError
 from bufferhouse.load import handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
 from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
+from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
@@ -165,6 +166,7 @@ def ingest_paths(
             strict=strict,
             progress=progress,
         )
+        record_targets(con)  # the files beside each new module name its target
     except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
         raise WarehouseError(
             f"cannot write to warehouse {path}: {exc}. Modules committed before are intact."

@@ -234,6 +234,32 @@ LABELS = Table(
     ),
 )
 
+MODULE_TARGETS = Table(
+    "module_targets",
+    "The target a module was compiled for and its per-chip capacity, from the files XLA"
+    " writes beside the dump (parse/target.py): filled by ingest after the module loads.",
+    (
+        _module_id(),
+        _c("platform", "VARCHAR", "tpu or gpu, from topology.pb or the GPU target config."),
+        _c(
+            "device_kind",
+            "VARCHAR",
+            "The chip as jax names it: `TPU v5 lite` (topology.pb platform_version),"
+            " `NVIDIA H100 80GB HBM3` (gpu_target_config device_description_str).",
+        ),
+        _c("chips", "INTEGER", "Chips of the TPU topology (target_arguments.txt bounds)."),
+        _c(
+            "capacity_bytes",
+            "BIGINT",
+            "Memory one chip gives a program: the GPU target config's device_memory_size"
+            " (source dump), else the documented table's usable bytes (source table,"
+            " docs/fits.md).",
+        ),
+        _c("capacity_source", "VARCHAR", "dump or table; NULL with no capacity."),
+        _c("files", "VARCHAR[]", "The files read for it."),
+    ),
+)
+
 ALLOCATIONS = Table(
     "allocations",
     "One row per `allocation N: size S, ...:` header of the BufferAssignment section.",
@@ -791,9 +817,21 @@ OOM_EVENTS = Table(
             "Exception named before RESOURCE_EXHAUSTED, e.g. jaxlib.xla_extension.XlaRuntimeError.",
         ),
         _c(
+            "error_code",
+            "VARCHAR",
+            "XLA's error code printed before the message (`E1000`; xla/error/error_codes.h,"
+            " openxla.org/xla/errors); NULL for a message without one.",
+        ),
+        _c(
+            "error_name",
+            "VARCHAR",
+            "The code's name as printed (`CompileTimeHbmOom`, `RuntimeBufferAllocationFailure`).",
+        ),
+        _c(
             "program_name",
             "VARCHAR",
             "Module or program named by the message (`Error loading program 'NAME'`,"
+            " `HLO module: NAME.`,"
             " `{{function_node NAME}}`), else jit_F from the buffers' op_name prefix jit(F)"
             " (the most common one); NULL if none.",
         ),
@@ -1197,6 +1235,7 @@ TABLES: tuple[Table, ...] = (
     RUNS,
     MODULES,
     LABELS,
+    MODULE_TARGETS,
     *MODULE_TABLES,
     *DERIVED_TABLES,
     *OOM_TABLES,

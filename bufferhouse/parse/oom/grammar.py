@@ -11,8 +11,16 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from bufferhouse.parse.oom import codes
 from bufferhouse.parse.oom.prefix import Prefix, detect
-from bufferhouse.parse.oom.sizes import MAX_BYTES, SizeError, exact_bytes, parse_size, shown
+from bufferhouse.parse.oom.sizes import (
+    MAX_BYTES,
+    SZ,
+    SizeError,
+    exact_bytes,
+    parse_size,
+    shown,
+)
 from bufferhouse.parse.shapes import TextSyntaxError, byte_size, parse_shape, parse_shape_at
 
 #: Non-blank lines looked at past an unknown line for the message to resume.
@@ -109,7 +117,6 @@ def decimal(ev: Event, text: str, line: int, what: str) -> float | None:
 # --- line grammar -------------------------------------------------------------------
 # Every form's first lines are here, for start_kind; the entry lines both families list too.
 
-SZ = r"-?(?:\d+(?:\.\d*)?|\.\d+)\s?[A-Za-z]*"
 ONE_LINE = re.compile(
     r"Allocation \(size=(?P<req>\d+)\) would exceed memory \(size=(?P<cap>\d+)\)(?:\s*::\s*(?P<rest>.*))?"
 )
@@ -169,6 +176,8 @@ def start_kind(text: str) -> str | None:
         return "allocation"
     if RAN_OUT.search(text):
         return "tpu_compile"
+    if coded := codes.starts(text):
+        return coded
     if RESERVE.search(text):
         return "tpu_runtime"
     if XLA_FIRST.search(text):

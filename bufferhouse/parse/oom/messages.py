@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 
+from bufferhouse.parse.oom.codes import read_code
 from bufferhouse.parse.oom.grammar import (
     BUF,
     ENTRY,
@@ -77,7 +78,12 @@ def parse_event(lines: list[str], first_number: int, at_eof: bool) -> Event | No
     kind = start_kind(rest) or _fragment_kind(lines, first)
     if kind is None:
         return None
-    src = Lines(lines, first_number, at_eof, prefix)
+    ev = _parse_kind(kind, Lines(lines, first_number, at_eof, prefix), rest, first_number)
+    read_code(ev, rest)
+    return ev
+
+
+def _parse_kind(kind: str, src: Lines, rest: str, first_number: int) -> Event:
     if kind in ("allocation", "other"):
         ev = Event("tpu" if kind == "allocation" else "runtime", kind, first_number)
         error_type(ev, rest)

@@ -52,6 +52,8 @@ FIGURE_COLUMNS: dict[str, str] = {
 #: Event fields (messages.Event.fields) -> oom_events column.
 FIELD_COLUMNS: dict[str, str] = {
     "error_type": "error_type",
+    "error_code": "error_code",
+    "error_name": "error_name",
     "program_name": "program_name",
     "memory_space": "memory_space",
     "total_fragmentation_percent": "total_fragmentation_percent",

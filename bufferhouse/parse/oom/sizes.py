@@ -23,6 +23,8 @@ _UNITS = {
     "E": 1 << 60,
 }
 
+#: A printed size in a message's grammar (a number and an optional unit).
+SZ = r"-?(?:\d+(?:\.\d*)?|\.\d+)\s?[A-Za-z]*"
 _SIZE = re.compile(r"(-?)(\d+(?:\.\d*)?|\.\d+)\s?([A-Za-z]*)")
 _EXACT = re.compile(r"\(\s*(-?[\d,]+)\s*bytes?\s*\)|\((-?\d+)B\)")
 

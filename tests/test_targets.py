@@ -1,0 +1,114 @@
+"""Each module knows its target and capacity (issue 38 item 2), and the sweep helper
+(examples/sweep.py) runs where libtpu is installed.
+
+Oracles: the E1000 text of the same target's failed compile (its "available HBM"),
+the GPU target config's device_memory_size, and memory_analysis.json of each compile.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import bufferhouse
+from bufferhouse.parse.chips import chip
+from bufferhouse.parse.oom import read_log
+from bufferhouse.parse.target import read_target
+
+ROOT = Path(__file__).resolve().parent.parent
+SWEEP = ROOT / "tests" / "data" / "jax012" / "sweep"
+
+
+def _target(directory: Path):
+    (ba,) = directory.glob("*-buffer-assignment.txt")
+    return read_target(str(directory), ba.name)
+
+
+@pytest.mark.parametrize(
+    ("target", "kind", "failed"),
+    [("v5e_1x1", "TPU v5 lite", "batch=524288"), ("v6e_1x1", "TPU v6 lite", "batch=2097152")],
+)
+def test_tpu_target_from_topology_and_capacity_as_e1000_states_it(target, kind, failed):
+    (event,) = read_log(str(SWEEP / target / failed / "compile-oom.log")).events.to_pylist()
+    for directory in sorted((SWEEP / target).glob("batch=*")):
+        if (directory / "compile-oom.log").exists():
+            continue
+        t = _target(directory)
+        assert (t.platform, t.device_kind, t.chips) == ("tpu", kind, 1)
+        # the documented table's usable figure is the one the compiler states
+        assert t.capacity_source == "table"
+        assert t.capacity_bytes == event["capacity_bytes"]
+
+
+def test_gpu_capacity_from_the_target_config_and_past_it_still_compiles():
+    seen = 0
+    for directory in sorted((SWEEP / "gpu_h100").glob("batch=*")):
+        t = _target(directory)
+        config = next(directory.glob("*.gpu_target_config.pbtxt")).read_text()
+        assert f"device_memory_size: {t.capacity_bytes}" in config
+        assert (t.platform, t.device_kind, t.capacity_source) == (
+            "gpu",
+            "NVIDIA H100 80GB HBM3",
+            "dump",
+        )
+        memory = json.loads((directory / "memory_analysis.json").read_text())["memory"]
+        seen += memory["peak_memory_in_bytes"] > t.capacity_bytes
+    assert seen == 1  # batch=4194304: XLA:GPU compiled a program past the device
+
+
+def test_the_chip_table():
+    assert chip("TPU v5 lite").name == "v5e" and chip("v6e:2x2").name == "v6e"
+    assert chip("gpu:h100").hbm_bytes == 84_942_979_072
+    assert chip("TPU v99") is None and chip(None) is None
+
+
+def test_ingest_records_the_target_beside_a_module(tmp_path):
+    src = ROOT / "tests" / "data" / "runtime" / "run" / "dumps"
+    dump = tmp_path / "dump"
+    shutil.copytree(src, dump)
+    config = next((SWEEP / "gpu_h100" / "batch=262144").glob("*.gpu_target_config.pbtxt"))
+    shutil.copy(config, dump / "module_0000.jit_step.gpu_target_config.pbtxt")
+    db = tmp_path / "t.duckdb"
+    bufferhouse.ingest([dump], db=db, jobs=1)
+    rows = bufferhouse.sql(
+        "SELECT m.module_name, t.platform, t.device_kind, t.capacity_bytes, t.capacity_source"
+        " FROM module_targets t JOIN modules m USING (module_id)",
+        db=db,
+    ).to_pylist()
+    assert rows == [
+        {
+            "module_name": "jit_step",
+            "platform": "gpu",
+            "device_kind": "NVIDIA H100 80GB HBM3",
+            "capacity_bytes": 84_942_979_072,
+            "capacity_source": "dump",
+        }
+    ]
+    bufferhouse.ingest([dump], db=db, jobs=1)  # again: no second row
+    assert bufferhouse.sql("SELECT count(*) AS n FROM module_targets", db=db).to_pylist() == [
+        {"n": 1}
+    ]
+
+
+def test_the_sweep_helper_compiles_dumps_and_keeps_the_e1000(tmp_path, monkeypatch):
+    if importlib.util.find_spec("jax") is None or importlib.util.find_spec("libtpu") is None:
+        pytest.skip("jax with libtpu is not installed here (needs Python >= 3.12, jax[tpu])")
+    sys.path.insert(0, str(ROOT / "examples"))
+    import sweep
+
+    for key, value in sweep.environment().items():
+        monkeypatch.setenv(key, value)
+    step, make_args = sweep._mlp_example()
+    out = sweep.sweep(
+        step, make_args, targets=["v5e:1x1"], sizes={"batch": [8192, 1048576]}, out=tmp_path
+    )
+    small, big = out
+    assert small.error is None and small.memory["temp_size_in_bytes"] > 0
+    assert "E1000: CompileTimeHbmOom" in big.error
+    assert (Path(big.directory) / "compile-oom.log").exists()
+    assert _target(Path(small.directory)).device_kind == "TPU v5 lite"
