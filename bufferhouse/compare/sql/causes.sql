@@ -327,6 +327,7 @@ vals AS (
     b.dims AS base_dims, h.dims AS head_dims,
     b.element_type AS base_type, h.element_type AS head_type,
     b.category AS base_category, h.category AS head_category,
+    b.size AS base_size, h.size AS head_size,
     bm.size AS base_bytes, hm.size AS head_bytes
   FROM matched AS x
   JOIN known AS f
@@ -347,32 +348,59 @@ vals AS (
     AND NOT hm.whole
   WHERE bm.size IS NOT NULL OR hm.size IS NOT NULL
 ),
--- one-sided values with a partner not counted, and pairs counted on both
--- sides (value by value: temp values, the logical peak's entries)
+-- the values counted one by one (temp values, the logical peak's entries):
+-- a pair counted on both sides changed shape, type or layout; a value
+-- counted on one side, its partner uncounted on the other (not held at the
+-- peak there, or held whole in an allocation that counts as a unit), is
+-- liveness for its partner's bytes and shape, type or layout for the rest
+value_kinds AS (
+  SELECT
+    *,
+    CASE
+      WHEN base_dims IS DISTINCT FROM head_dims
+        OR (base_type IS NULL AND base_shape IS DISTINCT FROM head_shape)
+        THEN 'shape'
+      WHEN base_type IS DISTINCT FROM head_type THEN 'dtype'
+      ELSE 'layout'
+    END AS kind,
+    base_value_id IS NOT NULL AND head_value_id IS NOT NULL
+      AND (base_bytes IS NULL OR head_bytes IS NULL) AS one_counted
+  FROM vals
+),
 value_rows AS (
   SELECT
     pair, measure, matched_by, base_value_id, head_value_id,
     CASE
-      WHEN base_bytes IS NOT NULL AND head_bytes IS NOT NULL THEN
+      WHEN NOT one_counted THEN
         CASE
-          WHEN base_bytes = head_bytes THEN NULL
-          WHEN base_dims IS DISTINCT FROM head_dims
-            OR (base_type IS NULL AND base_shape IS DISTINCT FROM head_shape)
-            THEN 'shape'
-          WHEN base_type IS DISTINCT FROM head_type THEN 'dtype'
-          ELSE 'layout'
+          WHEN base_bytes IS NOT NULL AND head_bytes IS NOT NULL THEN kind
         END
-      -- counted on one side, its partner uncounted on the other: a temp value
-      -- not held at the peak there, or one held whole in an allocation that
-      -- counts as a unit (so its bytes are that allocation's)
-      WHEN head_bytes IS NOT NULL
-        AND base_value_id IS NOT NULL THEN 'longer-live'
-      WHEN base_bytes IS NOT NULL
-        AND head_value_id IS NOT NULL THEN 'shorter-live'
+      WHEN head_bytes IS NOT NULL THEN 'longer-live'
+      ELSE 'shorter-live'
     END AS cause,
-    CAST(coalesce(head_bytes, 0) - coalesce(base_bytes, 0) AS BIGINT) AS delta,
+    CAST(
+      CASE
+        WHEN NOT one_counted
+          THEN coalesce(head_bytes, 0) - coalesce(base_bytes, 0)
+        WHEN head_bytes IS NOT NULL THEN least(base_size, head_bytes)
+        ELSE -least(head_size, base_bytes)
+      END AS BIGINT
+    ) AS delta,
     base_bytes, head_bytes
-  FROM vals
+  FROM value_kinds
+  UNION ALL
+  SELECT
+    pair, measure, matched_by, base_value_id, head_value_id, kind,
+    CAST(
+      CASE
+        WHEN head_bytes IS NOT NULL
+          THEN head_bytes - least(base_size, head_bytes)
+        ELSE least(head_size, base_bytes) - base_bytes
+      END AS BIGINT
+    ),
+    NULL, NULL
+  FROM value_kinds
+  WHERE one_counted
 ),
 attributed AS (
   SELECT * FROM whole_split
