@@ -90,6 +90,18 @@ def test_pair_names_its_cause_first_and_sums(pairs_db, pair):
         assert first == expect, (measure, per_cause)
 
 
+def test_batch_is_shape_alone(pairs_db):
+    """Batch 64 -> 256: the same values in the same allocations, bigger. Each allocation
+    is one unit, so no value "owns" it and nothing is said to share or stop sharing."""
+    r = _diff(pairs_db, "batch", causes=True)
+    rows = r.causes.to_pylist()
+    assert rows and {x["cause"] for x in rows} == {"shape"}
+    for measure in MEASURES:
+        assert all(x["bytes"] > 0 for x in rows if x["measure"] == measure)
+    allocations = [x for x in rows if x["matched_by"] == "allocation"]
+    assert allocations and all(x["base_shape"] != x["head_shape"] for x in allocations)
+
+
 def test_donation_names_the_value(pairs_db):
     """The donated update's output: matched across the compiles, aliased on the base only."""
     r = _diff(pairs_db, "donation", causes=True)
@@ -181,9 +193,10 @@ def test_cli_show_causes_and_report(pairs_db):
 
 
 def _values(rows: list[tuple]) -> pa.Table:
-    """diff-values rows: (value_id, op_name, element_type, dims, category, size, member)."""
+    """diff-values rows: (value_id, op_name, element_type, dims, category, size, member
+    [, allocation_index]); a value's allocation is its own unless given."""
     out = []
-    for value_id, op, etype, dims, category, size, member in rows:
+    for value_id, op, etype, dims, category, size, member, *shared in rows:
         shape = f"{etype}[{','.join(map(str, dims))}]"
         parameter = "0{}" if category == "parameter" and op is None else None
         opcode = "parameter" if parameter else "fusion"
@@ -192,7 +205,7 @@ def _values(rows: list[tuple]) -> pa.Table:
                 "module_id": 1, "value_id": value_id, "instruction": f"i{value_id}",
                 "shape_index": "{}", "shape": shape, "element_type": etype, "dims": dims,
                 "opcode": opcode, "op_name": op, "source": None, "parameter": parameter,
-                "allocation_index": value_id, "category": category, "size": size,
+                "allocation_index": shared[0] if shared else value_id, "category": category, "size": size,
                 "total_member": member,
             }
         )  # fmt: skip
@@ -218,7 +231,7 @@ def test_rules_on_hand_made_values():
             (12, "f/dot", "f32", [16, 16], "temp", 2048, True),
             (13, "f/exp", "f32", [2], "temp", 8, True),
             (14, "f/exp", "f32", [1, 2], "temp", 8, True),
-            (15, "f/out", "f32", [8], "parameter", 32, False),
+            (15, "f/out", "f32", [8], "parameter", 32, False, 11),  # donated
             (16, "f/tmp", "f32", [8], "temp", 32, False),
         ]
     )

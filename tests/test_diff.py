@@ -25,6 +25,7 @@ from bufferhouse.compare import (
     match_modules,
     parse_threshold,
 )
+from bufferhouse.compare.gate import Gate
 from bufferhouse.compare.match import pairs_table as _pairs_table
 from bufferhouse.compare.statements import run as _run
 from bufferhouse.errors import DiffError
@@ -289,6 +290,24 @@ def test_match_modules_rules():
 def test_parse_threshold(spec, kind, value):
     t = parse_threshold(spec)
     assert (t.kind, t.value) == (kind, value)
+
+
+@pytest.mark.parametrize(
+    ("spec", "text"),
+    [
+        ("5", "5 bytes"),
+        (5, "5 bytes"),
+        ("1", "1 byte"),
+        ("1048576", "1,048,576 bytes"),
+        ("10MiB", "10 MiB (10,485,760 bytes)"),
+        ("5%", "5%"),
+    ],
+)
+def test_a_threshold_says_its_unit(spec, text):
+    t = parse_threshold(spec)
+    assert str(t) == text
+    gate = Gate("heap", t, pa.table({"module_name": pa.array([], pa.string())}), pa.table({}))
+    assert f"more than {text} in heap peak" in gate.details()
 
 
 def test_threshold_edges():

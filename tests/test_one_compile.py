@@ -115,21 +115,58 @@ def test_canned_queries_agree_across_forms(
     assert rows(warehouses["mixed"]) == text
 
 
+def _peak_rows(db: Path, name: str) -> list[tuple]:
+    rows = bufferhouse.query("peak-buffers", db=db, module=name, top=100_000).to_pylist()
+    return sorted(
+        (
+            r["value_id"],
+            r["instruction"],
+            r["allocation_index"],
+            r["size"],
+            r["category"],
+            r["live_at_peak"],
+            r["peak_time"],
+        )
+        for r in rows
+    )
+
+
+def _heap_peak(db: Path, name: str) -> int:
+    rows = bufferhouse.sql(
+        f"SELECT heap_peak_bytes FROM modules WHERE module_name = '{name}'", db=db
+    ).to_pylist()
+    assert len(rows) == 1, name
+    return rows[0]["heap_peak_bytes"]
+
+
 def test_peak_buffers_agree_across_forms(warehouses: dict[str, Path]) -> None:
+    """One set of peak buffers per compile: the same rows from text, proto and both,
+    summing to heap_peak_bytes in each (an indefinite allocation is one row whatever
+    the form says of its values' liveness)."""
     for program in PROGRAMS:
         name = f"jit_{program}"
-        got = {}
+        got = {form: _peak_rows(db, name) for form, db in warehouses.items()}
+        assert got["text"] and got["proto"] == got["text"] == got["mixed"], program
         for form, db in warehouses.items():
-            rows = bufferhouse.query("peak-buffers", db=db, module=name, top=1000).to_pylist()
-            got[form] = sorted(
-                (r["value_id"], r["size"], r["category"], r["live_at_peak"], r["peak_time"])
-                for r in rows
-            )
-        assert got["proto"] == got["mixed"], program
-        # the bytes at the peak agree with the text's live-range figure; which values
-        # of an indefinite allocation are shown may differ (a proto has no live ranges)
-        temp = {f: sorted(v for v in rows if v[2] == "temp") for f, rows in got.items()}
-        assert temp["proto"] == temp["text"], program
+            assert sum(r[3] for r in got[form]) == _heap_peak(db, name), (program, form)
+        # every indefinite allocation of the space is listed, once
+        allocations = {r[2] for r in got["text"] if r[4] != "temp"}
+        assert len(allocations) == sum(1 for r in got["text"] if r[4] != "temp"), program
+
+
+def test_peak_buffers_of_a_profile_and_its_dump_agree(tmp_path: Path) -> None:
+    got = {}
+    for form, tree in (("xplane", DATA / "profile"), ("proto", DATA / "profile_dump")):
+        db = tmp_path / f"{form}.duckdb"
+        bufferhouse.ingest([tree], db=db, jobs=1)
+        names = [
+            r["module_name"]
+            for r in bufferhouse.sql("SELECT module_name FROM modules", db=db).to_pylist()
+        ]
+        got[form] = {n: _peak_rows(db, n) for n in names}
+        for n in names:
+            assert sum(r[3] for r in got[form][n]) == _heap_peak(db, n), (form, n)
+    assert got["xplane"] and got["xplane"] == got["proto"]
 
 
 def test_diff_of_the_same_compiles_across_forms_shows_no_change(
@@ -139,6 +176,9 @@ def test_diff_of_the_same_compiles_across_forms_shows_no_change(
     assert r.gate is not None and r.gate.passed, r.gate.details()
     deltas = {row["delta_bytes"] for row in r.modules.to_pylist()}
     assert deltas == {0}
+    for base, head in (("text", "proto"), ("text", "mixed"), ("proto", "text")):
+        causes = bufferhouse.diff(warehouses[base], warehouses[head], causes=True).causes
+        assert causes.num_rows == 0, (base, head, causes.to_pylist()[:3])
 
 
 def test_a_gate_that_cannot_compare_fails(tmp_path: Path, warehouses: dict[str, Path]) -> None:
@@ -295,13 +335,34 @@ def test_a_diff_of_two_sizes_trips_the_gate_in_every_form(tmp_path: Path, form: 
 
 def test_a_diff_of_text_against_proto_of_the_same_compiles_shows_no_change(tmp_path: Path) -> None:
     r = bufferhouse.diff(
-        _sized(tmp_path, "s2", "text"), _sized(tmp_path, "s2", "proto"), fail_above="0%", jobs=1
+        _sized(tmp_path, "s2", "text"),
+        _sized(tmp_path, "s2", "proto"),
+        fail_above="0%",
+        jobs=1,
+        causes=True,
     )
     assert r.gate is not None and r.gate.passed, r.gate.details()
+    assert r.causes.num_rows == 0, r.causes.to_pylist()[:3]
     assert {row["delta_bytes"] for row in r.modules.to_pylist()} == {0}
     # every figure both forms carry is equal; the logical peak is the text's alone
     deltas = {(row["metric"], row["delta_bytes"]) for row in r.changes.to_pylist()}
     assert {d for m, d in deltas if m != "logical_peak_bytes"} == {0}
+
+
+@pytest.mark.parametrize("size", ["s1", "s2"])
+def test_peak_buffers_of_text_and_proto_of_each_size_agree(tmp_path: Path, size: str) -> None:
+    got = {}
+    for form in ("text", "proto"):
+        db = tmp_path / f"{size}-{form}.duckdb"
+        bufferhouse.ingest([_sized(tmp_path, size, form)], db=db, jobs=1)
+        names = [
+            r["module_name"]
+            for r in bufferhouse.sql("SELECT module_name FROM modules", db=db).to_pylist()
+        ]
+        got[form] = {n: _peak_rows(db, n) for n in names}
+        for n in names:
+            assert sum(r[3] for r in got[form][n]) == _heap_peak(db, n), (form, n)
+    assert len(got["text"]) == 5 and got["text"] == got["proto"]
 
 
 _FORMS_SCRIPT = r"""

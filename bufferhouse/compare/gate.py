@@ -72,7 +72,8 @@ class Threshold:
 
 
 def parse_threshold(spec: str | int | Threshold) -> Threshold:
-    """`5%`, `0.5%`, `1048576`, `10MiB` or `1.5GB` (a bare number is bytes)."""
+    """`5%`, `0.5%`, `1048576`, `10MiB` or `1.5GB`. A bare number is bytes, and the
+    threshold says so wherever it is shown (`5` -> "5 bytes")."""
     if isinstance(spec, Threshold):
         return spec
     if isinstance(spec, bool) or not isinstance(spec, (str, int)):
@@ -80,7 +81,7 @@ def parse_threshold(spec: str | int | Threshold) -> Threshold:
     if isinstance(spec, int):
         if spec < 0:
             raise DiffError(f"threshold must not be negative, got {spec}")
-        return Threshold("bytes", float(spec), f"{spec} B")
+        return Threshold("bytes", float(spec), _bytes_text(float(spec)))
     m = _THRESHOLD.match(spec)
     unit = m.group(2).lower() if m else ""
     if not m or (unit != "%" and unit not in _UNITS):
@@ -88,7 +89,17 @@ def parse_threshold(spec: str | int | Threshold) -> Threshold:
     number = float(m.group(1))
     if unit == "%":
         return Threshold("pct", number, f"{m.group(1)}%")
-    return Threshold("bytes", number * _UNITS[unit], spec.strip())
+    value = number * _UNITS[unit]
+    if unit in ("", "b"):
+        return Threshold("bytes", value, _bytes_text(value))
+    return Threshold("bytes", value, f"{m.group(1)} {m.group(2)} ({_bytes_text(value)})")
+
+
+def _bytes_text(n: float) -> str:
+    """A byte count said with its unit: `5 bytes`, `1 byte`, `10,485,760 bytes`."""
+    whole = int(n)
+    count = f"{whole:,}" if whole == n else f"{n:,}"
+    return f"{count} byte{'' if n == 1 else 's'}"
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@
 -- column opcode: Opcode of the defining instruction.
 -- column op_name: Framework op name (name scope path).
 -- column source: source_file:source_line of the op, NULL if unknown.
--- column live_at_peak: The value is held at the peak (false: shown for its indefinite allocation).
+-- column live_at_peak: A temp value held at the peak; false for the one row of an indefinite allocation (its largest value: the allocation counts whole).
 -- column peak_source: What gave the peak (heap_peaks.peak_source): trace, live_ranges or allocations.
--- note: One rule for every form (heap_peak_buffers, computed at ingest): the values held at the peak per the heap-simulator trace where the peak came from one, else per the live ranges. `source` is the op's source line, `peak_source` the peak's.
+-- note: One rule for every form (heap_peak_buffers, computed at ingest): the temp values held at the peak per the heap-simulator trace where the peak came from one, else per the live ranges, and each indefinite allocation once, by its largest value; a text dump, its proto and a profile of one compile list the same rows, summing to heap_peak_bytes. `source` is the op's source line, `peak_source` the peak's.
 -- example: bufferhouse query peak-buffers --param module=jit_train_step
 WITH wanted AS (
   -- the module selector: see queries/__init__.py

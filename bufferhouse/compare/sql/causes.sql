@@ -4,10 +4,10 @@
 -- column pair: Pair number (pairs.pair).
 -- column module_name: Module name (jit name).
 -- column measure: The figure explained: total_bytes, heap_peak_bytes or logical_peak_bytes.
--- column cause: shape, dtype, layout, new-buffer, gone-buffer, longer-live, shorter-live, aliasing-lost, aliasing-gained, fusion, fragmentation (other for logical_peak_bytes), or no-peak when a side lacks the figure.
+-- column cause: shape, dtype, layout, new-buffer, gone-buffer, longer-live, shorter-live, aliasing-lost, aliasing-gained, memory-space, fusion, fragmentation (other for logical_peak_bytes), or no-peak when a side lacks the figure.
 -- column bytes: Signed bytes this row adds to the change (head minus base); NULL for no-peak.
--- column buffers: Value pairs (or one-sided values) in the row.
--- column matched_by: How the values were paired (diff-matched's passes); NULL for values on one side only and for the residual rows.
+-- column buffers: Allocations (other than temp) or temp values, paired or one-sided, in the row.
+-- column matched_by: `allocation` for a paired allocation (paired by what it holds), else how the values were paired (diff-matched's passes); NULL for values on one side only and for the residual rows.
 -- column op_name: Framework op name (head's, else base's), without `jit(main)/`.
 -- column source: source_file:source_line of the op (head's, else base's).
 -- column base_shape: Shape without layout on the base side; NULL when the value is on the head only.
@@ -16,7 +16,7 @@
 -- column head_instruction: A defining instruction on the head side (the first by name).
 -- column base_bytes: What the row's values count in the measure on the base side; for no-peak, the base figure (NULL when it is the missing one).
 -- column head_bytes: What they count on the head side; for no-peak, the head figure.
--- note: The rule (docs/diff.md): each side's figure is the sum of its member values' sizes plus a residual. Every value is in one row: paired values add head size minus base size (0 for a side where the value is not a member), and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
+-- note: The rule (docs/diff.md): each side's figure is the sum of its units plus a residual. A unit is an allocation other than temp (counted whole, at its member's size, whichever of its values shows it) or a temp value (each printed peak-list value, for the logical peak). Allocations pair across the sides by what they hold: the same entry parameter, else mutually the most of each other's values' partners. A paired allocation's change splits into what its shared values' largest size moved (shape, dtype or layout of the values held on both sides) and the rest (aliasing-gained or -lost: only when the set of values sharing it changed, else layout). An allocation on one side only is aliasing when its values' partners sit in another allocation other than temp there, liveness when in temp, memory-space when its partner is counted in no measure of that space; temp values pair as the values do. Every unit is in one row and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
 -- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
 WITH measures AS (
   SELECT
@@ -49,6 +49,275 @@ known AS (
   FROM figures
   WHERE base_figure IS NOT NULL AND head_figure IS NOT NULL
 ),
+-- every value of each side, with its pair
+bv AS MATERIALIZED (
+  SELECT p.pair, v.*
+  FROM base_values AS v
+  JOIN pairs AS p
+    ON p.base_module_id = v.module_id
+  WHERE p.head_module_id IS NOT NULL
+),
+hv AS MATERIALIZED (
+  SELECT p.pair, v.*
+  FROM head_values AS v
+  JOIN pairs AS p
+    ON p.head_module_id = v.module_id
+  WHERE p.base_module_id IS NOT NULL
+),
+-- each value pair (or one-sided value) with the allocations on both sides
+vp AS MATERIALIZED (
+  SELECT
+    x.pair, x.matched_by, x.base_value_id, x.head_value_id,
+    b.allocation_index AS base_alloc, h.allocation_index AS head_alloc,
+    b.category AS base_category, h.category AS head_category,
+    b.size AS base_size, h.size AS head_size,
+    b.dims AS base_dims, h.dims AS head_dims,
+    b.shape AS base_shape, h.shape AS head_shape,
+    b.element_type AS base_type, h.element_type AS head_type
+  FROM matched AS x
+  LEFT JOIN bv AS b
+    ON b.pair = x.pair AND b.value_id = x.base_value_id
+  LEFT JOIN hv AS h
+    ON h.pair = x.pair AND h.value_id = x.head_value_id
+),
+-- the allocations other than temp paired by what they hold: base allocation A
+-- and head allocation B pair when each is the other's best: the one holding
+-- the same entry parameter, else the one holding the most of its values'
+-- partners (then the lower index)
+links AS (
+  SELECT
+    pair, base_alloc, head_alloc,
+    bool_or(matched_by = 'parameter') AS same_parameter,
+    count(*) AS n
+  FROM vp
+  WHERE base_category <> 'temp' AND head_category <> 'temp'
+  GROUP BY pair, base_alloc, head_alloc
+),
+ranked_links AS (
+  SELECT
+    *,
+    row_number() OVER (
+      PARTITION BY pair, base_alloc
+        ORDER BY same_parameter DESC, n DESC, head_alloc
+    ) AS base_rank,
+    row_number() OVER (
+      PARTITION BY pair, head_alloc
+        ORDER BY same_parameter DESC, n DESC, base_alloc
+    ) AS head_rank
+  FROM links
+),
+alloc_pairs AS MATERIALIZED (
+  SELECT pair, base_alloc, head_alloc
+  FROM ranked_links
+  WHERE base_rank = 1 AND head_rank = 1
+),
+-- inside each paired allocation: the values it holds on both sides, the
+-- largest of them on each side, and whether the set of values changed
+inside AS MATERIALIZED (
+  SELECT
+    ap.pair, ap.base_alloc, ap.head_alloc,
+    max(vp.base_size) AS shared_base,
+    max(vp.head_size) AS shared_head,
+    count(*) AS shared,
+    bool_or(vp.base_size <> vp.head_size AND (
+      vp.base_dims IS DISTINCT FROM vp.head_dims
+      OR (vp.base_type IS NULL
+        AND vp.base_shape IS DISTINCT FROM vp.head_shape)
+    )) AS reshaped,
+    bool_or(vp.base_size <> vp.head_size
+      AND vp.base_type IS DISTINCT FROM vp.head_type) AS retyped,
+    arg_max(vp.base_value_id, (vp.head_size, vp.base_size, -vp.head_value_id))
+      AS base_value_id,
+    arg_max(vp.head_value_id, (vp.head_size, vp.base_size, -vp.head_value_id))
+      AS head_value_id
+  FROM alloc_pairs AS ap
+  JOIN vp
+    ON vp.pair = ap.pair
+    AND vp.base_alloc = ap.base_alloc
+    AND vp.head_alloc = ap.head_alloc
+  GROUP BY ap.pair, ap.base_alloc, ap.head_alloc
+),
+held AS (
+  SELECT ap.pair, ap.base_alloc, ap.head_alloc, b.n AS base_held,
+    h.n AS head_held
+  FROM alloc_pairs AS ap
+  JOIN (
+    SELECT pair, allocation_index, count(*) AS n
+    FROM bv
+    WHERE category <> 'temp'
+    GROUP BY pair, allocation_index
+  ) AS b
+    ON b.pair = ap.pair AND b.allocation_index = ap.base_alloc
+  JOIN (
+    SELECT pair, allocation_index, count(*) AS n
+    FROM hv
+    WHERE category <> 'temp'
+    GROUP BY pair, allocation_index
+  ) AS h
+    ON h.pair = ap.pair AND h.allocation_index = ap.head_alloc
+),
+-- where the values of each allocation other than temp went on the other side
+base_fate AS (
+  SELECT
+    pair, base_alloc AS alloc,
+    bool_or(head_category <> 'temp') AS to_shared,
+    bool_or(head_category = 'temp') AS to_temp
+  FROM vp
+  WHERE base_category <> 'temp' AND head_value_id IS NOT NULL
+  GROUP BY pair, base_alloc
+),
+head_fate AS (
+  SELECT
+    pair, head_alloc AS alloc,
+    bool_or(base_category <> 'temp') AS to_shared,
+    bool_or(base_category = 'temp') AS to_temp
+  FROM vp
+  WHERE head_category <> 'temp' AND base_value_id IS NOT NULL
+  GROUP BY pair, head_alloc
+),
+-- what each measure counts on each side: an allocation other than temp counts
+-- whole (one unit, whichever value shows it); a temp value counts itself (and
+-- every printed peak-list value in the logical peak)
+base_units AS MATERIALIZED (
+  SELECT
+    f.pair, f.measure, m.value_id, m.size, v.allocation_index, v.category,
+    f.measure <> 'logical_peak_bytes' AND v.category <> 'temp' AS whole
+  FROM known AS f
+  JOIN base_members AS m
+    ON m.module_id = f.base_module_id AND m.measure = f.measure
+  JOIN bv AS v
+    ON v.pair = f.pair AND v.value_id = m.value_id
+),
+head_units AS MATERIALIZED (
+  SELECT
+    f.pair, f.measure, m.value_id, m.size, v.allocation_index, v.category,
+    f.measure <> 'logical_peak_bytes' AND v.category <> 'temp' AS whole
+  FROM known AS f
+  JOIN head_members AS m
+    ON m.module_id = f.head_module_id AND m.measure = f.measure
+  JOIN hv AS v
+    ON v.pair = f.pair AND v.value_id = m.value_id
+),
+base_whole AS (
+  SELECT
+    u.pair, u.measure, u.allocation_index AS alloc,
+    CAST(sum(u.size) AS BIGINT) AS size, min(u.value_id) AS value_id,
+    ap.head_alloc AS partner
+  FROM base_units AS u
+  LEFT JOIN alloc_pairs AS ap
+    ON ap.pair = u.pair AND ap.base_alloc = u.allocation_index
+  WHERE u.whole
+  GROUP BY u.pair, u.measure, u.allocation_index, ap.head_alloc
+),
+head_whole AS (
+  SELECT
+    u.pair, u.measure, u.allocation_index AS alloc,
+    CAST(sum(u.size) AS BIGINT) AS size, min(u.value_id) AS value_id,
+    ap.base_alloc AS partner
+  FROM head_units AS u
+  LEFT JOIN alloc_pairs AS ap
+    ON ap.pair = u.pair AND ap.head_alloc = u.allocation_index
+  WHERE u.whole
+  GROUP BY u.pair, u.measure, u.allocation_index, ap.base_alloc
+),
+-- each counted allocation, with its partner's count on the other side
+whole AS (
+  SELECT
+    coalesce(b.pair, h.pair) AS pair,
+    coalesce(b.measure, h.measure) AS measure,
+    coalesce(b.alloc, h.partner) AS base_alloc,
+    coalesce(h.alloc, b.partner) AS head_alloc,
+    b.size AS base_bytes, h.size AS head_bytes,
+    b.value_id AS base_member, h.value_id AS head_member
+  FROM base_whole AS b
+  FULL JOIN head_whole AS h
+    ON h.pair = b.pair AND h.measure = b.measure AND h.alloc = b.partner
+),
+-- a paired allocation's change, split: what its shared values' largest size
+-- moved by (their shape, type or layout), and the rest, which only a change
+-- in the set of values sharing it can move
+whole_split AS (
+  SELECT
+    w.pair, w.measure, 'allocation' AS matched_by,
+    i.base_value_id, i.head_value_id,
+    CASE
+      WHEN i.reshaped THEN 'shape'
+      WHEN i.retyped THEN 'dtype'
+      ELSE 'layout'
+    END AS cause,
+    CAST(i.shared_head - i.shared_base AS BIGINT) AS delta,
+    w.base_bytes, w.head_bytes
+  FROM whole AS w
+  JOIN inside AS i
+    ON i.pair = w.pair AND i.base_alloc = w.base_alloc
+      AND i.head_alloc = w.head_alloc
+  WHERE w.base_bytes IS NOT NULL AND w.head_bytes IS NOT NULL
+  UNION ALL
+  SELECT
+    w.pair, w.measure, 'allocation',
+    i.base_value_id, i.head_value_id,
+    CASE
+      WHEN hd.base_held = i.shared AND hd.head_held = i.shared THEN 'layout'
+      WHEN (w.head_bytes - w.base_bytes) - (i.shared_head - i.shared_base) > 0
+        THEN 'aliasing-gained'
+      ELSE 'aliasing-lost'
+    END,
+    CAST((w.head_bytes - w.base_bytes) - (i.shared_head
+      - i.shared_base) AS BIGINT),
+    -- the allocation's counts are on its first row only
+    NULL, NULL
+  FROM whole AS w
+  JOIN inside AS i
+    ON i.pair = w.pair AND i.base_alloc = w.base_alloc
+      AND i.head_alloc = w.head_alloc
+  JOIN held AS hd
+    ON hd.pair = w.pair AND hd.base_alloc = w.base_alloc
+      AND hd.head_alloc = w.head_alloc
+  WHERE w.base_bytes IS NOT NULL AND w.head_bytes IS NOT NULL
+),
+-- an allocation counted on one side only: paired but not counted on the other
+-- (another memory space), or unpaired: its values now share (or no longer
+-- share) another allocation, moved into (out of) temp, or have no partner
+whole_single AS (
+  SELECT
+    w.pair, w.measure,
+    CASE
+      WHEN w.base_bytes IS NOT NULL AND w.head_alloc IS NOT NULL
+        OR w.head_bytes IS NOT NULL AND w.base_alloc IS NOT NULL
+        THEN 'allocation'
+      ELSE coalesce(pb.matched_by, ph.matched_by)
+    END AS matched_by,
+    -- the value showing the allocation, and its partner on the other side
+    coalesce(w.base_member, ph.base_value_id) AS base_value_id,
+    coalesce(w.head_member, pb.head_value_id) AS head_value_id,
+    CASE
+      WHEN w.base_bytes IS NOT NULL
+        AND w.head_alloc IS NOT NULL THEN 'memory-space'
+      WHEN w.head_bytes IS NOT NULL
+        AND w.base_alloc IS NOT NULL THEN 'memory-space'
+      WHEN w.base_bytes IS NOT NULL AND bf.to_shared THEN 'aliasing-gained'
+      WHEN w.base_bytes IS NOT NULL AND bf.to_temp THEN 'shorter-live'
+      WHEN w.head_bytes IS NOT NULL AND hf.to_shared THEN 'aliasing-lost'
+      WHEN w.head_bytes IS NOT NULL AND hf.to_temp THEN 'longer-live'
+    END AS cause,
+    CAST(coalesce(w.head_bytes, 0) - coalesce(w.base_bytes,
+      0) AS BIGINT) AS delta,
+    w.base_bytes, w.head_bytes
+  FROM whole AS w
+  LEFT JOIN base_fate AS bf
+    ON bf.pair = w.pair AND bf.alloc = w.base_alloc AND w.head_bytes IS NULL
+  LEFT JOIN head_fate AS hf
+    ON hf.pair = w.pair AND hf.alloc = w.head_alloc AND w.base_bytes IS NULL
+  LEFT JOIN vp AS pb
+    ON pb.pair = w.pair AND pb.base_value_id = w.base_member
+      AND w.head_bytes IS NULL
+  LEFT JOIN vp AS ph
+    ON ph.pair = w.pair AND ph.head_value_id = w.head_member
+      AND w.base_bytes IS NULL
+  WHERE w.base_bytes IS NULL OR w.head_bytes IS NULL
+),
+-- the values counted one by one (temp values; the logical peak's), with the
+-- unpaired members of counted allocations whose values have no partner
 vals AS (
   SELECT
     f.pair, f.measure, x.matched_by,
@@ -58,93 +327,147 @@ vals AS (
     b.dims AS base_dims, h.dims AS head_dims,
     b.element_type AS base_type, h.element_type AS head_type,
     b.category AS base_category, h.category AS head_category,
-    b.instruction AS base_instruction, h.instruction AS head_instruction,
-    coalesce(h.source, b.source) AS source,
+    b.size AS base_size, h.size AS head_size,
     bm.size AS base_bytes, hm.size AS head_bytes
   FROM matched AS x
   JOIN known AS f
     ON f.pair = x.pair
-  LEFT JOIN base_values AS b
-    ON b.module_id = f.base_module_id AND b.value_id = x.base_value_id
-  LEFT JOIN head_values AS h
-    ON h.module_id = f.head_module_id AND h.value_id = x.head_value_id
-  LEFT JOIN base_members AS bm
-    ON bm.module_id = f.base_module_id
+  LEFT JOIN bv AS b
+    ON b.pair = x.pair AND b.value_id = x.base_value_id
+  LEFT JOIN hv AS h
+    ON h.pair = x.pair AND h.value_id = x.head_value_id
+  LEFT JOIN base_units AS bm
+    ON bm.pair = f.pair
     AND bm.measure = f.measure
     AND bm.value_id = x.base_value_id
-  LEFT JOIN head_members AS hm
-    ON hm.module_id = f.head_module_id
+    AND NOT bm.whole
+  LEFT JOIN head_units AS hm
+    ON hm.pair = f.pair
     AND hm.measure = f.measure
     AND hm.value_id = x.head_value_id
+    AND NOT hm.whole
   WHERE bm.size IS NOT NULL OR hm.size IS NOT NULL
+),
+-- the values counted one by one (temp values, the logical peak's entries):
+-- a pair counted on both sides changed shape, type or layout; a value
+-- counted on one side, its partner uncounted on the other (not held at the
+-- peak there, or held whole in an allocation that counts as a unit), is
+-- liveness for its partner's bytes and shape, type or layout for the rest
+value_kinds AS (
+  SELECT
+    *,
+    CASE
+      WHEN base_dims IS DISTINCT FROM head_dims
+        OR (base_type IS NULL AND base_shape IS DISTINCT FROM head_shape)
+        THEN 'shape'
+      WHEN base_type IS DISTINCT FROM head_type THEN 'dtype'
+      ELSE 'layout'
+    END AS kind,
+    base_value_id IS NOT NULL AND head_value_id IS NOT NULL
+      AND (base_bytes IS NULL OR head_bytes IS NULL) AS one_counted
+  FROM vals
+),
+value_rows AS (
+  SELECT
+    pair, measure, matched_by, base_value_id, head_value_id,
+    CASE
+      WHEN NOT one_counted THEN
+        CASE
+          WHEN base_bytes IS NOT NULL AND head_bytes IS NOT NULL THEN kind
+        END
+      WHEN head_bytes IS NOT NULL THEN 'longer-live'
+      ELSE 'shorter-live'
+    END AS cause,
+    CAST(
+      CASE
+        WHEN NOT one_counted
+          THEN coalesce(head_bytes, 0) - coalesce(base_bytes, 0)
+        WHEN head_bytes IS NOT NULL THEN least(base_size, head_bytes)
+        ELSE -least(head_size, base_bytes)
+      END AS BIGINT
+    ) AS delta,
+    base_bytes, head_bytes
+  FROM value_kinds
+  UNION ALL
+  SELECT
+    pair, measure, matched_by, base_value_id, head_value_id, kind,
+    CAST(
+      CASE
+        WHEN head_bytes IS NOT NULL
+          THEN head_bytes - least(base_size, head_bytes)
+        ELSE least(head_size, base_bytes) - base_bytes
+      END AS BIGINT
+    ),
+    NULL, NULL
+  FROM value_kinds
+  WHERE one_counted
+),
+attributed AS (
+  SELECT * FROM whole_split
+  UNION ALL
+  SELECT * FROM whole_single
+  UNION ALL
+  SELECT * FROM value_rows
+  WHERE NOT (base_bytes IS NOT NULL AND head_bytes IS NOT NULL
+    AND base_bytes = head_bytes)
 ),
 -- the (op_name, shape) of every value on each side: a one-sided value whose op
 -- has values on the other side is one more copy, or a split or merge
 base_ops AS (
-  SELECT DISTINCT p.pair, v.op_name, v.shape
-  FROM base_values AS v
-  JOIN pairs AS p
-    ON p.base_module_id = v.module_id
-  WHERE v.op_name IS NOT NULL AND p.head_module_id IS NOT NULL
+  SELECT DISTINCT pair, op_name, shape FROM bv WHERE op_name IS NOT NULL
 ),
 head_ops AS (
-  SELECT DISTINCT p.pair, v.op_name, v.shape
-  FROM head_values AS v
-  JOIN pairs AS p
-    ON p.head_module_id = v.module_id
-  WHERE v.op_name IS NOT NULL AND p.base_module_id IS NOT NULL
+  SELECT DISTINCT pair, op_name, shape FROM hv WHERE op_name IS NOT NULL
+),
+described AS MATERIALIZED (
+  SELECT
+    a.*,
+    b.op_name AS base_op, h.op_name AS head_op,
+    b.shape AS base_shape, h.shape AS head_shape,
+    b.instruction AS base_instruction, h.instruction AS head_instruction,
+    coalesce(h.source, b.source) AS source
+  FROM attributed AS a
+  LEFT JOIN bv AS b
+    ON b.pair = a.pair AND b.value_id = a.base_value_id
+  LEFT JOIN hv AS h
+    ON h.pair = a.pair AND h.value_id = a.head_value_id
 ),
 head_only AS (
   SELECT
-    v.pair, v.head_value_id,
-    bool_or(o.shape = v.head_shape) AS same_shape,
+    d.pair, d.head_value_id,
+    bool_or(o.shape = d.head_shape) AS same_shape,
     count(o.op_name) > 0 AS same_op
-  FROM vals AS v
+  FROM (
+    SELECT DISTINCT pair, head_value_id, head_op, head_shape
+    FROM described
+    WHERE cause IS NULL AND base_bytes IS NULL
+  ) AS d
   LEFT JOIN base_ops AS o
-    ON o.pair = v.pair AND o.op_name = v.head_op
-  WHERE v.base_value_id IS NULL
-  GROUP BY v.pair, v.head_value_id
+    ON o.pair = d.pair AND o.op_name = d.head_op
+  GROUP BY d.pair, d.head_value_id
 ),
 base_only AS (
   SELECT
-    v.pair, v.base_value_id,
-    bool_or(o.shape = v.base_shape) AS same_shape,
+    d.pair, d.base_value_id,
+    bool_or(o.shape = d.base_shape) AS same_shape,
     count(o.op_name) > 0 AS same_op
-  FROM vals AS v
+  FROM (
+    SELECT DISTINCT pair, base_value_id, base_op, base_shape
+    FROM described
+    WHERE cause IS NULL AND head_bytes IS NULL
+  ) AS d
   LEFT JOIN head_ops AS o
-    ON o.pair = v.pair AND o.op_name = v.base_op
-  WHERE v.head_value_id IS NULL
-  GROUP BY v.pair, v.base_value_id
+    ON o.pair = d.pair AND o.op_name = d.base_op
+  GROUP BY d.pair, d.base_value_id
 ),
+-- what is left unnamed has no partner: one more (fewer) copy of an op's
+-- value of the same shape, a split or merge of an op's values, or new (gone)
 classified AS (
   SELECT
-    v.*,
-    CAST(coalesce(v.head_bytes, 0) - coalesce(v.base_bytes, 0) AS BIGINT)
-      AS delta,
+    d.* EXCLUDE (cause),
     CASE
-      WHEN v.base_bytes IS NOT NULL AND v.head_bytes IS NOT NULL THEN
-        CASE
-          WHEN v.base_bytes = v.head_bytes THEN NULL
-          WHEN v.base_dims IS DISTINCT FROM v.head_dims
-            OR (
-              v.base_type IS NULL
-              AND v.base_shape IS DISTINCT FROM v.head_shape
-            )
-            THEN 'shape'
-          WHEN v.base_type IS DISTINCT FROM v.head_type THEN 'dtype'
-          ELSE 'layout'
-        END
-      WHEN v.head_bytes IS NOT NULL AND v.base_value_id IS NOT NULL THEN
-        CASE
-          WHEN v.base_category = 'temp' THEN 'longer-live'
-          ELSE 'aliasing-lost'
-        END
-      WHEN v.base_bytes IS NOT NULL AND v.head_value_id IS NOT NULL THEN
-        CASE
-          WHEN v.head_category = 'temp' THEN 'shorter-live'
-          ELSE 'aliasing-gained'
-        END
-      WHEN v.head_bytes IS NOT NULL THEN
+      WHEN d.cause IS NOT NULL THEN d.cause
+      WHEN d.base_bytes IS NULL THEN
         CASE
           WHEN ho.same_shape THEN 'longer-live'
           WHEN ho.same_op THEN 'fusion'
@@ -157,15 +480,13 @@ classified AS (
           ELSE 'gone-buffer'
         END
     END AS cause
-  FROM vals AS v
+  FROM described AS d
   LEFT JOIN head_only AS ho
-    ON ho.pair = v.pair
-    AND ho.head_value_id = v.head_value_id
-    AND v.base_value_id IS NULL
+    ON ho.pair = d.pair AND ho.head_value_id = d.head_value_id
+      AND d.base_bytes IS NULL
   LEFT JOIN base_only AS bo
-    ON bo.pair = v.pair
-    AND bo.base_value_id = v.base_value_id
-    AND v.head_value_id IS NULL
+    ON bo.pair = d.pair AND bo.base_value_id = d.base_value_id
+      AND d.head_bytes IS NULL
 ),
 grouped AS (
   SELECT
@@ -179,7 +500,7 @@ grouped AS (
     CAST(sum(base_bytes) AS BIGINT) AS base_bytes,
     CAST(sum(head_bytes) AS BIGINT) AS head_bytes
   FROM classified
-  WHERE cause IS NOT NULL
+  WHERE delta <> 0
   GROUP BY ALL
 ),
 residual AS (

@@ -17,10 +17,10 @@
 -- column op_name: Framework op name (metadata op_name).
 -- column source_file: Source file of the op.
 -- column source_line: Source line of the op.
--- column live_at_peak: The value's live range covers the peak step; false for the one value shown for an indefinite allocation none of whose values is live then.
--- note: Indefinite allocations (parameters, outputs, constants, thread-local) count whole in the heap peak. Each contributes its values live at the peak step, or, when none is (or there are no live ranges), its largest value, as XProf's memory viewer does.
+-- column live_at_peak: A temp value held at the peak (per the trace, else its live range covers the peak step); false for the row of an indefinite allocation, which counts whole.
+-- note: Indefinite allocations (parameters, outputs, constants, thread-local) count whole in the heap peak: each is one row, its largest value (lowest value_id on a tie), in every form of a compile (a text dump, its proto and a profile list the same rows).
 -- note: Tuple-shaped values in temp allocations (pointer tables XLA never heap-simulates) are not listed, as the heap peak leaves them out.
--- note: Sizes of aliased values repeat their shared slice, so the sum of `size` can exceed heap_peaks.heap_peak_bytes.
+-- note: The sizes sum to heap_peaks.heap_peak_bytes, unless temp values held at once share a slice (then the sum exceeds it by the shared bytes).
 -- note: The membership rule runs at ingest (bufferhouse/schema/derive.py) and is stored in heap_peak_buffers; this view adds the names and text.
 SELECT
   b.module_id,

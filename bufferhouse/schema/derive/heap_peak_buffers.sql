@@ -1,8 +1,9 @@
 -- name: heap_peak_buffers
--- description: The buffers at each color's heap peak: every value held at the peak (per the heap-simulator trace where the color's peak came from one, else per the live ranges), and for an indefinite allocation none of whose values is shown live there, its largest value (the allocation counts whole).
+-- description: The buffers at each color's heap peak, the same rows from every form of a compile: each temp value held at the peak (per the heap-simulator trace where the color's peak came from one, else per the live ranges), and one row per indefinite allocation (parameter, output, constant, thread-local), its largest value (the allocation counts whole, for the whole run).
 -- param lo BIGINT = NULL: lowest module_id whose rows are derived
 -- param hi BIGINT = NULL: highest module_id whose rows are derived
 -- note: The one definition of the heap-peak membership rule, for every form a module came in: the heap_peak_values view and the peak-buffers query read these rows.
+-- note: Indefinite allocations are not asked which value is live at the peak (a proto carries no live ranges, and the allocation is held whole either way): so a text dump, its proto and a profile of one compile list the same rows, whose sizes sum to heap_peaks.heap_peak_bytes where temp values held at once do not share bytes.
 -- note: From a trace (heap_peaks.peak_source = 'trace'), a temp value is held at the peak when it was allocated (or shared) more often than freed up to and including the first event at the color's highest heap_bytes, the event whose step heap_peaks.peak_time is.
 -- note: Reads only the base rows of the modules with ids in [$lo, $hi]; the caller inserts the result into the table of this name.
 WITH placed AS MATERIALIZED (
@@ -58,20 +59,16 @@ held AS MATERIALIZED (
   HAVING sum(CASE WHEN e.kind = 'FREE' THEN -1 ELSE 1 END) > 0
 ),
 facts AS MATERIALIZED (
-  -- live at the peak: from the trace, a temp value it holds then; else the
-  -- value's range covers the peak step (a temp value without a range counts
-  -- as live)
+  -- a temp value held at the peak: from the trace, one it holds then; else
+  -- the value's range covers the peak step (a temp value without a range
+  -- counts as live)
   SELECT
     f.*,
     CASE
-      WHEN f.peak_source = 'trace' AND f.category = 'temp'
-        THEN h.value_id IS NOT NULL
-      -- the trace says nothing of indefinite values: each allocation counts
-      -- whole, shown by its largest value, as from a proto alone
-      WHEN f.peak_source = 'trace' THEN false
+      WHEN f.peak_source = 'trace' THEN h.value_id IS NOT NULL
       ELSE f.peak_time IS NOT NULL
         AND (
-          (lr.start_time IS NULL AND f.category = 'temp')
+          lr.start_time IS NULL
           OR f.peak_time BETWEEN lr.start_time AND lr.end_time
         )
     END AS live_at_peak
@@ -86,33 +83,32 @@ facts AS MATERIALIZED (
     ON h.module_id = f.module_id
     AND h.color = f.color
     AND h.value_id = f.value_id
+  WHERE f.category = 'temp'
 ),
 indefinite AS (
-  -- an indefinite allocation counts whole: it shows its values live at the
-  -- peak, or, when none is, its largest value (lowest value_id on a tie)
-  SELECT
-    module_id,
-    allocation_index,
-    bool_or(live_at_peak) AS allocation_live,
-    max(size) AS top_size
-  FROM facts
+  -- an indefinite allocation is held whole for the whole run, in every form:
+  -- one row, its largest value (lowest value_id on a tie). Which of its values
+  -- is live at the peak is not asked: a proto cannot say, and the bytes are
+  -- the allocation's either way
+  SELECT module_id, allocation_index, max(size) AS top_size
+  FROM placed
   WHERE category <> 'temp'
   GROUP BY module_id, allocation_index
 ),
 shown AS (
   SELECT f.module_id, f.allocation_index, min(f.value_id) AS value_id
-  FROM facts AS f
+  FROM placed AS f
   JOIN indefinite AS d
     ON d.module_id = f.module_id
     AND d.allocation_index = f.allocation_index
-  WHERE NOT d.allocation_live AND f.size = d.top_size
+  WHERE f.category <> 'temp' AND f.size = d.top_size
   GROUP BY f.module_id, f.allocation_index
 ),
 listed AS MATERIALIZED (
   SELECT * FROM facts WHERE live_at_peak
   UNION ALL
-  SELECT f.*
-  FROM facts AS f
+  SELECT f.*, false AS live_at_peak
+  FROM placed AS f
   JOIN shown AS s
     ON s.module_id = f.module_id
     AND s.allocation_index = f.allocation_index
