@@ -169,6 +169,25 @@ def test_one_compile_in_several_forms_is_counted_once(
     assert [r["peak_bytes"] for r in by_label] == [r["peak_bytes"] for r in top]
 
 
+def test_the_report_headline_counts_compiles_not_forms(tmp_path: Path) -> None:
+    """The text dump and the proto of the same compiles: the report's headline says
+    len(PROGRAMS) compiles (and the modules behind them), not twice as many modules."""
+    from bufferhouse import visual
+
+    db = tmp_path / "both.duckdb"
+    bufferhouse.ingest([_tree(tmp_path, "text"), _tree(tmp_path, "proto")], db=db, jobs=1)
+    written = visual.write_report(tmp_path / "r.html", db=db, sections=0)
+    assert (written.data.module_count, written.data.compile_count) == (
+        2 * len(PROGRAMS),
+        len(PROGRAMS),
+    )
+    assert sum(written.data.backends.values()) == len(PROGRAMS)
+    page = written.path.read_text(encoding="utf-8")
+    assert (
+        f"<div class=card><b>{len(PROGRAMS)}</b><span>compiles ({2 * len(PROGRAMS)} modules" in page
+    )
+
+
 def test_the_profile_and_its_dump_agree(tmp_path: Path) -> None:
     """The programs of an XProf profile against the .hlo.pb dump of the same process."""
     got = {}

@@ -120,7 +120,9 @@ class IngestReport:
             )
         events = ""
         if self.events_loaded or self.events_present:
-            events = f"; OOM events: {self.events_loaded} loaded, {self.events_present} already present"
+            events = (
+                f"; OOM events: {self.events_loaded} loaded, {self.events_present} already present"
+            )
         if self.snapshots_loaded:
             events += f"; device memory snapshots: {self.snapshots_loaded} loaded"
         skipped = (

@@ -156,8 +156,13 @@ def _overview_section(data: ReportData) -> list[str]:
     """The fleet overview: cards, the top modules, then the fleet-wide tables."""
     parts: list[str] = []
     parts.append('<section id="overview"><h2>Fleet overview</h2>')
+    forms = (
+        ""
+        if data.module_count == data.compile_count
+        else f" ({data.module_count:,} modules: a compile read in several forms is one)"
+    )
     cards = [
-        (f"{data.module_count:,}", "modules"),
+        (f"{data.compile_count:,}", f"compiles{forms}"),
         (", ".join(f"{k} {v}" for k, v in data.backends.items()) or "\u2014", "backends"),
     ]
     if data.top_modules:
