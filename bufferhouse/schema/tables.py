@@ -68,7 +68,10 @@ RUNS = Table(
 
 MODULES = Table(
     "modules",
-    "One row per ingested module (one compiled HLO module's buffer-assignment dump).",
+    "One row per ingested module (one compiled HLO module's buffer-assignment dump). One "
+    "compile read in several forms (text dump, .hlo.pb, profile) is a row per form: "
+    "for one row per compile keep module_id IN (SELECT primary_module_id FROM "
+    "compile_modules), as the canned queries do.",
     (
         _c(
             "module_id",
