@@ -182,7 +182,8 @@ MODULES = Table(
             " From a proto (.hlo.pb or profile), every backend: the same rule over its"
             " BufferAssignmentProto, on CPU without the traces (the CPU executable keeps"
             " none; equal to memory_analysis() on every tests/data/proto module), elsewhere"
-            " with them (= trace_peak_bytes; no oracle here).",
+            " with them (= trace_peak_bytes; no oracle here). On CPU far below heap_peak_bytes"
+            " (no temporaries, no thread-local): a different figure, not a disagreement.",
         ),
         _c(
             "trace_peak_bytes",
