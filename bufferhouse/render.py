@@ -193,3 +193,23 @@ def render_to_string(table: pa.Table, fmt: str, options: RenderOptions | None = 
     buf = io.StringIO()
     render(table, fmt, buf, options)
     return buf.getvalue()
+
+
+#: What a result showing these columns side by side needs said beside it: figures that
+#: look alike and are different peaks (docs/metrics.md).
+COLUMN_NOTES: dict[frozenset[str], str] = {
+    frozenset({"heap_peak_bytes", "xla_peak_bytes"}): (
+        "heap_peak_bytes and xla_peak_bytes are different peaks. heap_peak_bytes: memory "
+        "space 0's parameters, outputs, constants and thread-local buffers plus the temp "
+        "bytes live at the worst step (what the device holds). xla_peak_bytes: XLA's "
+        "memory_analysis().peak_memory_in_bytes, which on CPU counts only the static "
+        "buffers (each parameter, constant and output allocation by its largest value; no "
+        "temporaries, no thread-local), so it is far below on CPU (docs/metrics.md)."
+    ),
+}
+
+
+def column_notes(names: Sequence[str]) -> list[str]:
+    """The COLUMN_NOTES a result with these column names calls for."""
+    held = set(names)
+    return [note for columns, note in COLUMN_NOTES.items() if columns <= held]

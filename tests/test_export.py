@@ -526,3 +526,26 @@ def test_ingest_to_parquet_writes_every_table_too(tmp_path):
         frame = pl.read_parquet(f"{out / table.name}/")  # fails on a table without files
         assert dict(frame.schema) == dict(pl.from_arrow(_declared(table).empty_table()).schema)
     assert pl.read_parquet(f"{out / 'labels'}/").height == 0
+
+
+def test_cli_export_takes_its_directory_as_o_like_plot_and_report(fleet_db, tmp_path):
+    """`export -o DIR` as `plot -o` and `report -o`; the positional form still works."""
+    runner = CliRunner()
+    by_option = tmp_path / "by-option"
+    result = runner.invoke(
+        main, ["export", "-o", str(by_option), "--db", str(fleet_db), "--tables", "modules"]
+    )
+    assert result.exit_code == 0, result.output
+    positional = tmp_path / "positional"
+    result = runner.invoke(
+        main, ["export", str(positional), "--db", str(fleet_db), "--tables", "modules"]
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in by_option.iterdir()) == sorted(
+        p.name for p in positional.iterdir()
+    )
+    assert (by_option / "modules").is_dir()
+    result = runner.invoke(main, ["export", "--db", str(fleet_db)])
+    assert result.exit_code == 2 and "-o DIR" in result.output
+    result = runner.invoke(main, ["export", str(positional), "-o", str(by_option)])
+    assert result.exit_code == 2 and "give one" in result.output

@@ -209,6 +209,25 @@ def test_one_compile_in_several_forms_is_counted_once(
     assert [r["peak_bytes"] for r in by_label] == [r["peak_bytes"] for r in top]
 
 
+def test_the_report_headline_counts_compiles_not_forms(tmp_path: Path) -> None:
+    """The text dump and the proto of the same compiles: the report's headline says
+    len(PROGRAMS) compiles (and the modules behind them), not twice as many modules."""
+    from bufferhouse import visual
+
+    db = tmp_path / "both.duckdb"
+    bufferhouse.ingest([_tree(tmp_path, "text"), _tree(tmp_path, "proto")], db=db, jobs=1)
+    written = visual.write_report(tmp_path / "r.html", db=db, sections=0)
+    assert (written.data.module_count, written.data.compile_count) == (
+        2 * len(PROGRAMS),
+        len(PROGRAMS),
+    )
+    assert sum(written.data.backends.values()) == len(PROGRAMS)
+    page = written.path.read_text(encoding="utf-8")
+    assert (
+        f"<div class=card><b>{len(PROGRAMS)}</b><span>compiles ({2 * len(PROGRAMS)} modules" in page
+    )
+
+
 def test_the_profile_and_its_dump_agree(tmp_path: Path) -> None:
     """The programs of an XProf profile against the .hlo.pb dump of the same process."""
     got = {}
@@ -424,3 +443,23 @@ def test_modules_without_a_peak_are_not_ranked_and_the_report_still_runs(tmp_pat
     assert known == sorted(known, reverse=True)
     visual.write_report(tmp_path / "r.html", db=db)
     assert "jit_scan" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
+def test_the_readmes_sql_on_modules_counts_each_compile_once(tmp_path: Path) -> None:
+    """Plain SQL as the README writes it, on a warehouse holding each compile twice (text
+    and .hlo.pb): one row, or one count, per compile, as the canned queries give."""
+    import re
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    examples = re.findall(r"bufferhouse sql '([^']*\bFROM modules\b[^']*)'", readme)
+    assert len(examples) >= 2, examples
+    db = tmp_path / "both.duckdb"
+    bufferhouse.ingest([_tree(tmp_path, "text"), _tree(tmp_path, "proto")], db=db, jobs=1)
+    for sql in examples:
+        rows = bufferhouse.sql(sql, db=db).to_pylist()
+        if "module_name" in rows[0]:
+            names = [r["module_name"] for r in rows]
+            assert sorted(names) == sorted(f"jit_{p}" for p in PROGRAMS), sql
+        else:  # a count per group
+            counts = [v for r in rows for k, v in r.items() if isinstance(v, int)]
+            assert sum(counts) == len(PROGRAMS), (sql, rows)

@@ -390,3 +390,20 @@ def test_the_cli_summary_counts_snapshots(tmp_path):
     result = CliRunner().invoke(main, ["ingest", str(RUN), "--db", str(tmp_path / "w.duckdb")])
     assert result.exit_code == 0, result.output
     assert "device memory snapshots: 2 loaded" in result.stderr
+
+
+def test_live_growth_of_a_single_snapshot_is_an_error_not_all_of_it_grown(tmp_path):
+    """With one snapshot and no `before`, there is nothing to compare: an error that says
+    so, not the whole snapshot as growth."""
+    one = tmp_path / "one"
+    one.mkdir()
+    shutil.copy(RUN / "after.prof", one / "after.prof")
+    db = tmp_path / "one.duckdb"
+    assert bufferhouse.ingest(one, db=db, jobs=1).snapshots_loaded == 1
+    with pytest.raises(QueryError, match="holds one snapshot, so there is no earlier one"):
+        bufferhouse.query("live-growth", db=db)
+    # naming the same snapshot on both sides is allowed, and shows no change
+    assert (
+        bufferhouse.query("live-growth", db=db, before="after.prof", after="after.prof").num_rows
+        == 0
+    )

@@ -10,7 +10,16 @@ from bufferhouse.schema.warehouse import ENV_DB, default_db
 
 
 @click.command("export")
-@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.argument("out_dir", required=False, type=click.Path(file_okay=False))
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory to write the dataset into (as plot's and report's -o); "
+    "the positional OUT_DIR says the same.",
+)
 @db_option()
 @click.option(
     "--label",
@@ -28,15 +37,16 @@ from bufferhouse.schema.warehouse import ENV_DB, default_db
 )
 @click.option("--overwrite", is_flag=True, help="Replace an earlier export in OUT_DIR.")
 @handle_errors
-def export_command(out_dir, db, labels, tables, overwrite) -> None:
+def export_command(out_dir, output, db, labels, tables, overwrite) -> None:
     """Write the warehouse as a Parquet dataset: one directory per table.
 
     zstd Parquet, Hive-partitioned by ingest run (TABLE/run_id=N/), with the
     warehouse's column names, types and docs (also in _schema.json and
     README.md beside the data). The warehouse is opened read-only.
 
-    Example: bufferhouse export out/ --db fleet.duckdb --label run=nightly-1121
+    Example: bufferhouse export -o out/ --db fleet.duckdb --label run=nightly-1121
     """
+    out_dir = _out_dir(out_dir, output)
     names = [t.strip() for t in tables.split(",") if t.strip()] if tables else None
     from bufferhouse.export import export_warehouse  # imported by the commands that use it
 
@@ -48,6 +58,15 @@ def export_command(out_dir, db, labels, tables, overwrite) -> None:
         f"-> {report.out_dir}",
         err=True,
     )
+
+
+def _out_dir(positional: str | None, output: str | None) -> str:
+    """The one directory named by OUT_DIR or -o (both only when they agree)."""
+    if positional is None and output is None:
+        raise click.UsageError("name the directory to write: -o DIR (or OUT_DIR)")
+    if positional is not None and output is not None and positional != output:
+        raise click.UsageError(f"two directories given, {positional!r} and -o {output!r}: give one")
+    return output if output is not None else positional
 
 
 @click.command("attach")

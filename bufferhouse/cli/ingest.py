@@ -175,30 +175,7 @@ class Progress:
 
 def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
     """The closing lines on stderr: counts, bytes and rate, each failure."""
-    mb = report.bytes_read / 1e6
-    rate = mb / report.seconds if report.seconds > 0 else 0.0
-    present = f"{len(report.present)} already present"
-    if labels and report.present:  # present modules are labelled too: say so
-        present += f" (labelled {', '.join(labels)})"
-    events = ""
-    if report.events_loaded or report.events_present:
-        events = (
-            f"; OOM events: {report.events_loaded} loaded, {report.events_present} already present"
-        )
-    if report.snapshots_loaded:
-        events += f"; device memory snapshots: {report.snapshots_loaded} loaded"
-    skipped = (
-        f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
-        if report.skipped
-        else ""
-    )
-    click.echo(
-        f"{len(report.loaded)} loaded, {present}, "
-        f"{len(report.failed)} failed{skipped}{events}"
-        f"; {human_bytes(report.bytes_read)} read in "
-        f"{report.seconds:.1f}s ({rate:.1f} MB/s) -> {report.db}",
-        err=True,
-    )
+    click.echo(report.summary(labels), err=True)
     if report.failed:
         click.echo("failures (first error of each module):", err=True)
         for o in report.failed:

@@ -29,7 +29,7 @@ from bufferhouse.errors import (
     UnknownModuleError,
     UnknownSnapshotError,
 )
-from bufferhouse.render import RenderOptions, render
+from bufferhouse.render import RenderOptions, column_notes, render
 from bufferhouse.schema.warehouse import ENV_DB
 
 if TYPE_CHECKING:
@@ -222,3 +222,5 @@ def emit(
         emit_to_file(output, lambda f: render(table, fmt, f, options), binary=fmt == "parquet")
     if output is not None:
         click.echo(f"{table.num_rows} rows -> {output}", err=True)
+    for note in column_notes(table.column_names):  # on stderr: the data stays clean
+        click.echo(f"note: {note}", err=True)

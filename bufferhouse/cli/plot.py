@@ -142,7 +142,8 @@ def report_command(output, db, label, baseline, top, sections, rows, wait) -> No
     )
     changes = "" if written.data.changes is None else f", {len(written.data.changes)} changes"
     click.echo(
-        f"wrote {written.path} ({human_bytes(written.bytes)}): {written.data.module_count} modules, "
+        f"wrote {written.path} ({human_bytes(written.bytes)}): {written.data.compile_count} "
+        f"compiles ({written.data.module_count} modules), "
         f"{len(written.data.sections)} module sections{changes}",
         err=True,
     )

@@ -346,7 +346,12 @@ def _stage(
         # The same content seen again (this run or an earlier one): only new labels land.
         module_id = writer.add_labels(result.content_hash)
         return ModuleOutcome(
-            files, "present", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+            files,
+            "present",
+            module_id,
+            warnings=result.warnings,
+            bytes_read=result.bytes_read,
+            repeat=result.content_hash not in writer.held_before,
         )
     assert result.module_row is not None and result.tables is not None
     module_id = writer.add(result.module_row, result.tables, result.warnings)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
+from bufferhouse.render import human_bytes
 
 
 @dataclass
@@ -24,6 +25,9 @@ class ModuleOutcome:
     #: A log's OOM events: added by this run, and already held (only labelled).
     events_loaded: int = 0
     events_present: int = 0
+    #: A present module first loaded by this very run, from another file with the same
+    #: content (jax writes its helper programs into every dump directory): one module.
+    repeat: bool = False
 
 
 @dataclass
@@ -52,6 +56,16 @@ class IngestReport:
     @property
     def present(self) -> list[ModuleOutcome]:
         return self._with("present")
+
+    @property
+    def held_before(self) -> list[ModuleOutcome]:
+        """Present modules the warehouse held before this run."""
+        return [o for o in self.present if not o.repeat]
+
+    @property
+    def repeats(self) -> list[ModuleOutcome]:
+        """Present modules this run loaded from another file first (identical content)."""
+        return [o for o in self.present if o.repeat]
 
     @property
     def failed(self) -> list[ModuleOutcome]:
@@ -89,3 +103,41 @@ class IngestReport:
     @property
     def ok(self) -> bool:
         return not self.failed and not self.stopped_early
+
+    def summary(self, labels: tuple[str, ...] = ()) -> str:
+        """The one line `bufferhouse ingest` closes with: counts, bytes, rate, warehouse.
+
+        `labels` (`key=value`, the run's) are named beside the present modules, which
+        gain them too.
+        """
+        present = f"{len(self.held_before)} already present"
+        if labels and self.present:  # present modules are labelled too: say so
+            present += f" (labelled {', '.join(labels)})"
+        if self.repeats:
+            present += (
+                f", {len(self.repeats)} repeated (the same content as another file of this "
+                "run, e.g. a helper program in each dump directory: loaded once)"
+            )
+        events = ""
+        if self.events_loaded or self.events_present:
+            events = (
+                f"; OOM events: {self.events_loaded} loaded, {self.events_present} already present"
+            )
+        if self.snapshots_loaded:
+            events += f"; device memory snapshots: {self.snapshots_loaded} loaded"
+        skipped = (
+            f", {len(self.skipped)} skipped (HloProtos without buffer assignment)"
+            if self.skipped
+            else ""
+        )
+        rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"{len(self.loaded)} loaded, {present}, {len(self.failed)} failed{skipped}{events}"
+            f"; {human_bytes(self.bytes_read)} read in {self.seconds:.1f}s ({rate:.1f} MB/s)"
+            f" -> {self.db}"
+        )
+
+    def __repr__(self) -> str:
+        """One line, as the CLI prints it (a notebook shows this, not every outcome)."""
+        stop = ", stopped early" if self.stopped_early else ""
+        return f"<IngestReport run {self.run_id}: {self.summary()}{stop}>"

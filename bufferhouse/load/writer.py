@@ -155,6 +155,8 @@ class ModuleBuffer:
         self.max_rows = max_rows
         #: content_hash -> module_id of every module the sink holds, this run's included.
         self.module_ids: dict[str, int] = dict(held or {})
+        #: content_hash of every module the sink held before this run.
+        self.held_before: frozenset[str] = frozenset(held or {})
         self.ids = ModuleIds(after=max(self.module_ids.values(), default=None))
         #: event_hash -> event_id of every OOM event the sink holds, this run's included.
         self.event_ids: dict[str, int] = dict(held_events or {})

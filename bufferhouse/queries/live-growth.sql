@@ -10,7 +10,7 @@
 -- column before_count: Buffers it held in the earlier snapshot.
 -- column after_count: In the later one.
 -- column growth_count: after_count - before_count.
--- note: Only lines whose bytes or buffers changed; buffers only. A name that selects several snapshots (two runs' after.prof) is an error: give its path, id or hash prefix.
+-- note: Only lines whose bytes or buffers changed; buffers only. With one snapshot in the warehouse and no `before`, an error: one snapshot alone shows no growth. A name that selects several snapshots (two runs' after.prof) is an error: give its path, id or hash prefix.
 -- example: bufferhouse query live-growth --param before=before.prof --param after=after.prof
 WITH ranked AS (
   SELECT
@@ -32,8 +32,18 @@ picked AS (
     w.is_after,
     CASE
       WHEN count(DISTINCT r.snapshot_id) = 1
-        OR (w.key IS NULL AND count(r.snapshot_id) = 0)
         THEN min(r.snapshot_id)
+      -- no default snapshot: an empty warehouse compares nothing, but one
+      -- snapshot alone is no growth (all of it would show as grown)
+      WHEN w.key IS NULL AND count(r.snapshot_id) = 0
+        AND (SELECT count(*) FROM runtime_snapshots) = 0
+        THEN NULL
+      WHEN w.key IS NULL AND count(r.snapshot_id) = 0
+        THEN error(
+          'live-growth: the warehouse holds one snapshot, so there is no earlier one '
+          || 'to compare it with; ingest a second profile, or name both: '
+          || '--param before=... --param after=...'
+        )
       WHEN count(r.snapshot_id) = 0
         THEN error('live-growth: no snapshot matches ''' || w.key || '''')
       ELSE error(

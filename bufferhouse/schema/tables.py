@@ -68,7 +68,10 @@ RUNS = Table(
 
 MODULES = Table(
     "modules",
-    "One row per ingested module (one compiled HLO module's buffer-assignment dump).",
+    "One row per ingested module (one compiled HLO module's buffer-assignment dump). One "
+    "compile read in several forms (text dump, .hlo.pb, profile) is a row per form: "
+    "for one row per compile keep module_id IN (SELECT primary_module_id FROM "
+    "compile_modules), as the canned queries do.",
     (
         _c(
             "module_id",
@@ -179,7 +182,8 @@ MODULES = Table(
             " From a proto (.hlo.pb or profile), every backend: the same rule over its"
             " BufferAssignmentProto, on CPU without the traces (the CPU executable keeps"
             " none; equal to memory_analysis() on every tests/data/proto module), elsewhere"
-            " with them (= trace_peak_bytes; no oracle here).",
+            " with them (= trace_peak_bytes; no oracle here). On CPU far below heap_peak_bytes"
+            " (no temporaries, no thread-local): a different figure, not a disagreement.",
         ),
         _c(
             "trace_peak_bytes",

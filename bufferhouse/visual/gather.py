@@ -55,6 +55,9 @@ class ReportData:
     baseline: str | None
     generated_at: str
     module_count: int
+    #: Compiles among them (compile_modules): one compile read as a text dump, an
+    #: .hlo.pb and a profile is three modules and one compile.
+    compile_count: int
     backends: dict[str, int]
     top_modules: list[dict]
     top_layers: dict[int, dict[str, int]]
@@ -134,7 +137,10 @@ def gather(
         baseline=baseline,
         generated_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         module_count=len(modules),
-        backends=dict(Counter(m["backend"] for m in modules).most_common()),
+        compile_count=len(scope),
+        backends=dict(
+            Counter(m["backend"] for m in modules if m["module_id"] in scope).most_common()
+        ),
         top_modules=top_modules,
         top_layers=_top_layers(con, [r["module_id"] for r in top_modules]),
         categories=_categories(con, scope),

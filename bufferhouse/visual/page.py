@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import re
+import unicodedata
 from importlib import resources
 from pathlib import Path
 
@@ -25,8 +27,41 @@ def asset(name: str) -> str:
     return resources.files("bufferhouse.visual").joinpath("assets", name).read_text("utf-8")
 
 
+#: Characters that are invisible or reorder the text around them: C0/C1 controls (but
+#: tab and newline), the soft hyphen, bidi marks, embeddings, overrides and isolates
+#: (U+061C, U+200E/F, U+202A-E, U+2066-9), zero-width ones (U+200B-D, U+2060-4, U+180E)
+#: and the BOM (U+FEFF). A name is data: each is shown as its code point, <U+202E>.
+HIDDEN = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]"
+)
+
+
+def _code_point(c: str) -> str:
+    return f"U+{ord(c):04X}"
+
+
+def visible(text: str) -> str:
+    """`text` escaped for HTML (attributes too) with each HIDDEN character as the
+    literal text <U+XXXX>: safe in any context, and nothing reorders."""
+    return HIDDEN.sub(lambda m: f"&lt;{_code_point(m.group())}&gt;", html.escape(text, quote=True))
+
+
 def _e(text: object) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    """Text for an attribute or element: escaped, hidden characters made visible."""
+    return visible("" if text is None else str(text))
+
+
+def _t(text: object) -> str:
+    """Text for element content: as _e, each hidden character marked up (a span that
+    names it on hover), so it stands out from the name around it."""
+
+    def mark(m: re.Match) -> str:
+        c = m.group()
+        name = unicodedata.name(c, "control character").lower()
+        return f'<span class="cp" title="{_code_point(c)} {name}">&lt;{_code_point(c)}&gt;</span>'
+
+    return HIDDEN.sub(mark, html.escape("" if text is None else str(text), quote=True))
 
 
 def _bytes_cell(n: int | None, signed: bool = False) -> str:
@@ -52,12 +87,12 @@ def _cell(value: object, kind: str) -> str:
         shown = f"{value:,}" if kind == "int" else f"{value:.1f}%"
         return f'<td class="n" data-v="{value}">{shown}</td>'
     if kind == "code":
-        return f'<td class="wrap"><code>{_e(value)}</code></td>' if value else "<td></td>"
+        return f'<td class="wrap"><code>{_t(value)}</code></td>' if value else "<td></td>"
     if kind == "bool":
         return f"<td>{'yes' if value else 'no' if value is not None else ''}</td>"
     if kind == "list":
         return f"<td>{_e(', '.join(str(v) for v in value or []))}</td>"
-    return f'<td class="wrap">{_e(value)}</td>'
+    return f'<td class="wrap">{_t(value)}</td>'
 
 
 def _table(name: str, columns: list[tuple[str, str, str]], rows: list[dict]) -> str:
@@ -81,7 +116,10 @@ def _table(name: str, columns: list[tuple[str, str, str]], rows: list[dict]) -> 
 
 def _chart(name: str, fig, caption: str) -> str:
     label = _e(caption)
-    svg = plots.inline_svg(fig, prefix=f"{name}-")
+    # the names a chart draws come through matplotlib, escaped but not made visible
+    svg = HIDDEN.sub(
+        lambda m: f"&lt;{_code_point(m.group())}&gt;", plots.inline_svg(fig, f"{name}-")
+    )
     svg = svg.replace("<svg ", f'<svg role="img" aria-label="{label}" ', 1)
     return (
         f'<figure class="chart" data-chart="{_e(name)}">{svg}'
@@ -156,8 +194,13 @@ def _overview_section(data: ReportData) -> list[str]:
     """The fleet overview: cards, the top modules, then the fleet-wide tables."""
     parts: list[str] = []
     parts.append('<section id="overview"><h2>Fleet overview</h2>')
+    forms = (
+        ""
+        if data.module_count == data.compile_count
+        else f" ({data.module_count:,} modules: a compile read in several forms is one)"
+    )
     cards = [
-        (f"{data.module_count:,}", "modules"),
+        (f"{data.compile_count:,}", f"compiles{forms}"),
         (", ".join(f"{k} {v}" for k, v in data.backends.items()) or "\u2014", "backends"),
     ]
     if data.top_modules:
@@ -415,10 +458,10 @@ def _module_section(s: ModuleSection) -> list[str]:
     parts: list[str] = []
     ref = s.module
     anchor = _module_anchor(ref)
-    parts.append(f'<section id="{anchor}" class="module"><h2>{_e(ref.module_name)}</h2>')
+    parts.append(f'<section id="{anchor}" class="module"><h2>{_t(ref.module_name)}</h2>')
     facts = [
         f"hash <code>{_e(ref.hash_prefix)}</code>",
-        f"file <code>{_e(ref.file_stem)}</code>",
+        f"file <code>{_t(ref.file_stem)}</code>",
         f"backend {_e(ref.backend)}",
         f'heap peak <b title="{ref.heap_peak_bytes or 0:,} bytes">{_e(human_bytes(ref.heap_peak_bytes))}</b>',
         f"logical peak {_e(human_bytes(ref.logical_peak_bytes))}",

@@ -70,6 +70,10 @@ def _style(svg_text: bool = False):
             "axes.spines.right": False,
             "svg.hashsalt": "bufferhouse",  # stable ids and identical files run to run
             "svg.fonttype": "none" if svg_text else "path",
+            # Names are data: `jit_$$` or an op_name `$x$` is shown as written, never
+            # parsed as mathtext (which fails on an odd `$` and typesets a pair).
+            "text.parse_math": False,
+            "text.usetex": False,
         }
     ):
         yield
