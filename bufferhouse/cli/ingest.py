@@ -182,11 +182,13 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
         )
     if report.snapshots_loaded:
         events += f"; device memory snapshots: {report.snapshots_loaded} loaded"
-    skipped = (
-        f", {len(report.skipped)} skipped (HloProtos without buffer assignment)"
-        if report.skipped
-        else ""
-    )
+    reasons = report.skipped_by_reason()
+    skipped = ""
+    if report.skipped:
+        why = ", ".join(
+            f"{len(o)} {r}" if len(reasons) > 1 else r for r, o in sorted(reasons.items())
+        )
+        skipped = f", {len(report.skipped)} skipped ({why})"
     click.echo(
         f"{len(report.loaded)} loaded, {present}, "
         f"{len(report.failed)} failed{skipped}{events}"
@@ -197,6 +199,12 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
     if report.failed:
         click.echo("failures (first error of each module):", err=True)
         for o in report.failed:
+            click.echo(f"  {o.error.describe() if o.error else o.files.display}", err=True)
+    others = [o for r, found in sorted(reasons.items()) if "HloProto" not in r for o in found]
+    if others:  # a profile passed over says so, by name (HloProtos before optimizations
+        # are one per module jax compiles: counted, not listed)
+        click.echo("skipped (not read as memory data):", err=True)
+        for o in others:
             click.echo(f"  {o.error.describe() if o.error else o.files.display}", err=True)
     if report.stopped_early:
         click.echo("stopped at the first failure (--strict)", err=True)

@@ -59,8 +59,22 @@ class IngestReport:
 
     @property
     def skipped(self) -> list[ModuleOutcome]:
-        """Files that hold no module (an HloProto without a buffer assignment): not errors."""
+        """Files that hold no module (an HloProto without a buffer assignment, a pprof
+        profile of another kind): not errors; each says why (`error`)."""
         return self._with("skipped")
+
+    def skipped_by_reason(self) -> dict[str, list[ModuleOutcome]]:
+        """The skipped files by why: HloProtos without a buffer assignment, pprof
+        profiles of another kind (a CPU profile); each outcome carries its message."""
+        by: dict[str, list[ModuleOutcome]] = {}
+        for o in self.skipped:
+            why = (
+                "pprof profiles of another kind"
+                if isinstance(o.files, ProfileFile)
+                else "HloProtos without buffer assignment"
+            )
+            by.setdefault(why, []).append(o)
+        return by
 
     @property
     def bytes_read(self) -> int:

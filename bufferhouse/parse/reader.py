@@ -168,9 +168,14 @@ def open_dump(path: str):
         return io.BufferedReader(_Member(f, length), CHUNK)
     require_regular(path)
     if path.endswith(".gz"):
-        raw = gzip.open(path, "rb")  # noqa: SIM115 (closed with the reader)
-        return io.BufferedReader(_BoundedGzip(raw, os.path.getsize(path)), CHUNK)
+        return open_gzip(path)
     return open(path, "rb")
+
+
+def open_gzip(path: str):
+    """A gzip file, whatever its name, as a binary stream held to inflation_bound."""
+    raw = gzip.open(path, "rb")  # noqa: SIM115 (closed with the reader)
+    return io.BufferedReader(_BoundedGzip(raw, os.path.getsize(path)), CHUNK)
 
 
 _BEGIN = b"*** Begin "
