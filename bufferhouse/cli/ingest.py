@@ -180,5 +180,16 @@ def summarize(report: IngestReport, labels: tuple[str, ...] = ()) -> None:
         click.echo("failures (first error of each module):", err=True)
         for o in report.failed:
             click.echo(f"  {o.error.describe() if o.error else o.files.display}", err=True)
+    others = [
+        o
+        for r, found in sorted(report.skipped_by_reason().items())
+        if "HloProto" not in r
+        for o in found
+    ]
+    if others:  # a profile passed over says so, by name (HloProtos before optimizations
+        # are one per module jax compiles: counted, not listed)
+        click.echo("skipped (not read as memory data):", err=True)
+        for o in others:
+            click.echo(f"  {o.error.describe() if o.error else o.files.display}", err=True)
     if report.stopped_early:
         click.echo("stopped at the first failure (--strict)", err=True)

@@ -73,8 +73,22 @@ class IngestReport:
 
     @property
     def skipped(self) -> list[ModuleOutcome]:
-        """Files that hold no module (an HloProto without a buffer assignment): not errors."""
+        """Files that hold no module (an HloProto without a buffer assignment, a pprof
+        profile of another kind): not errors; each says why (`error`)."""
         return self._with("skipped")
+
+    def skipped_by_reason(self) -> dict[str, list[ModuleOutcome]]:
+        """The skipped files by why: HloProtos without a buffer assignment, pprof
+        profiles of another kind (a CPU profile); each outcome carries its message."""
+        by: dict[str, list[ModuleOutcome]] = {}
+        for o in self.skipped:
+            why = (
+                "pprof profiles of another kind"
+                if isinstance(o.files, ProfileFile)
+                else "HloProtos without buffer assignment"
+            )
+            by.setdefault(why, []).append(o)
+        return by
 
     @property
     def bytes_read(self) -> int:
@@ -125,11 +139,13 @@ class IngestReport:
             )
         if self.snapshots_loaded:
             events += f"; device memory snapshots: {self.snapshots_loaded} loaded"
-        skipped = (
-            f", {len(self.skipped)} skipped (HloProtos without buffer assignment)"
-            if self.skipped
-            else ""
-        )
+        reasons = self.skipped_by_reason()
+        skipped = ""
+        if self.skipped:
+            why = ", ".join(
+                f"{len(o)} {r}" if len(reasons) > 1 else r for r, o in sorted(reasons.items())
+            )
+            skipped = f", {len(self.skipped)} skipped ({why})"
         rate = self.bytes_read / 1e6 / self.seconds if self.seconds > 0 else 0.0
         return (
             f"{len(self.loaded)} loaded, {present}, {len(self.failed)} failed{skipped}{events}"

@@ -477,7 +477,7 @@ def discover_profiles(paths: Iterable[str | os.PathLike[str]]) -> list[ProfileFi
     """Every device memory profile under `paths`, whatever its name, in a stable order.
 
     Each file that is not one of XLA's dump files (by name) is sniffed: gzip data
-    whose first field is a pprof Profile's sample_type (pprof.looks_like_profile).
+    that is a pprof Profile by content, in any field order (pprof.looks_like_profile).
     """
     from bufferhouse.parse.pprof import looks_like_profile
 

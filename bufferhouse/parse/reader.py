@@ -20,6 +20,60 @@ from bufferhouse.errors import DumpError
 
 CHUNK = 1 << 20
 
+#: The one bound on decompression, for every gzip file any reader opens (text dumps,
+#: HloProtos, XProf profiles, device memory profiles): a .gz may inflate to RATIO
+#: times its compressed size, or FLOOR bytes if that is more; past it the read stops
+#: with a located error ("a gzip bomb?"). Real dumps and protos compress 3 to 20 times,
+#: pprof profiles 5 to 30 (docs/inputs.md, "Bounds"). OOM logs are the one exception:
+#: they are streamed a window at a time (oom/scan.py), never held, and a log of
+#: repeated lines compresses past any ratio.
+RATIO = 100
+FLOOR = 16 << 20
+
+
+def inflation_bound(compressed: int) -> int:
+    """The most bytes a .gz of `compressed` bytes may inflate to (see RATIO)."""
+    return max(FLOOR, RATIO * compressed)
+
+
+class Inflated(OSError):
+    """A .gz that inflates past inflation_bound: read no further."""
+
+    def __init__(self, bound: int) -> None:
+        super().__init__(
+            errno.EFBIG,
+            f"inflates past {bound} bytes, {RATIO} times its compressed size (or"
+            f" {FLOOR >> 20} MiB): a gzip bomb? reading stopped there",
+        )
+
+
+def check_inflation(total: int, compressed: int) -> None:
+    """Raise Inflated when `total` inflated bytes are more than `compressed` may give."""
+    bound = inflation_bound(compressed)
+    if total > bound:
+        raise Inflated(bound)
+
+
+class _BoundedGzip(io.RawIOBase):
+    """A gzip stream that stops at inflation_bound of its file's size."""
+
+    def __init__(self, f, compressed: int) -> None:
+        self._f, self._compressed, self._total = f, compressed, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._f.readinto(buffer)
+        self._total += n
+        check_inflation(self._total, self._compressed)
+        return n
+
+    def close(self) -> None:
+        if not self.closed:
+            self._f.close()
+        super().close()
+
 
 #: A file inside a log of `--xla_dump_to=-` output: LOG::OFFSET::LENGTH::NAME.
 MEMBER_SEP = "::"
@@ -114,8 +168,14 @@ def open_dump(path: str):
         return io.BufferedReader(_Member(f, length), CHUNK)
     require_regular(path)
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return open_gzip(path)
     return open(path, "rb")
+
+
+def open_gzip(path: str):
+    """A gzip file, whatever its name, as a binary stream held to inflation_bound."""
+    raw = gzip.open(path, "rb")  # noqa: SIM115 (closed with the reader)
+    return io.BufferedReader(_BoundedGzip(raw, os.path.getsize(path)), CHUNK)
 
 
 _BEGIN = b"*** Begin "

@@ -16,6 +16,7 @@ import zlib
 from bufferhouse.errors import ParseError
 from bufferhouse.parse.pprof.snapshot import Frame, LiveSample, Snapshot
 from bufferhouse.parse.proto import profile_pb2, wire
+from bufferhouse.parse.reader import Inflated, check_inflation, describe
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: The sample types of a memory profile, in the order jax writes them.
@@ -32,7 +33,10 @@ class NotMemoryProfile(ParseError):
 
 
 def gunzip(data: bytes, path: str, limit: int | None = None) -> bytes:
-    """The uncompressed bytes of a gzip file; damage is a ParseError at the compressed offset."""
+    """The uncompressed bytes of a gzip file; damage is a ParseError at the compressed offset.
+
+    Inflated a block at a time (never more than _CHUNK from one call), and no further
+    than the bound every gzip reader keeps (reader.inflation_bound) or `limit`."""
     if data[:2] != GZIP_MAGIC:
         raise ParseError(
             path, 0, "not a device memory profile: expected gzip data (bytes 1f 8b) at byte 0"
@@ -40,13 +44,21 @@ def gunzip(data: bytes, path: str, limit: int | None = None) -> bytes:
     inflate = zlib.decompressobj(wbits=31)
     out, total, at = [], 0, 0
     try:
-        while at < len(data) and not inflate.eof:
-            piece = inflate.decompress(data[at : at + _CHUNK])
-            at += _CHUNK
+        while not inflate.eof:
+            if inflate.unconsumed_tail:
+                piece = inflate.decompress(inflate.unconsumed_tail, _CHUNK)
+            elif at < len(data):
+                piece = inflate.decompress(data[at : at + _CHUNK], _CHUNK)
+                at += _CHUNK
+            else:
+                break
             total += len(piece)
             if limit is not None and total > limit:
                 raise ParseError(path, 0, f"more than --max-bytes {limit} bytes; skipped")
+            check_inflation(total, len(data))
             out.append(piece)
+    except Inflated as exc:
+        raise ParseError(path, 0, f"not a device memory profile: {describe(exc)}") from None
     except zlib.error as exc:
         consumed = min(at, len(data)) - len(inflate.unconsumed_tail)
         raise ParseError(

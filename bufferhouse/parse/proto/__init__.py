@@ -14,10 +14,7 @@ computes the figures.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
-import os
-import zlib
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,9 +24,19 @@ from bufferhouse.parse.model import Reading
 from bufferhouse.parse.proto import wire
 from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
 from bufferhouse.parse.proto.tables import ColumnOverflow
-from bufferhouse.parse.reader import CHUNK, open_dump, split_member
+from bufferhouse.parse.reader import (
+    CHUNK,
+    FLOOR,
+    RATIO,
+    READ_ERRORS,
+    Inflated,
+    describe,
+    open_dump,
+)
 
 __all__ = [
+    "FLOOR",
+    "RATIO",
     "NoBufferAssignment",
     "combine_text_and_proto",
     "parse_proto_file",
@@ -39,18 +46,14 @@ __all__ = [
 ]
 
 
-RATIO, FLOOR = wire.RATIO, wire.FLOOR
-
-
 def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
     """The whole (decompressed) file; a read error is a DumpError naming it.
 
     What is read is bounded: a first field no protobuf can hold (a file of zeros)
-    stops the read at its first block, and a .gz at RATIO times its size.
+    stops the read at its first block, and a .gz at the one bound every gzip reader
+    keeps (reader.inflation_bound: RATIO times its size).
     """
     try:
-        gz = path.endswith(".gz") and split_member(path) is None  # a member has its length
-        bound = wire.inflation_bound(os.path.getsize(path)) if gz else None
         with open_dump(path) as f:
             chunks, total = [], 0
             while chunk := f.read(CHUNK):
@@ -59,16 +62,11 @@ def read_proto_bytes(path: str, max_bytes: int | None = None) -> bytes:
                 total += len(chunk)
                 if max_bytes is not None and total > max_bytes:
                     raise DumpError(path, 0, f"more than --max-bytes {max_bytes} bytes; skipped")
-                if bound is not None and total > bound:
-                    raise ParseError(
-                        path,
-                        0,
-                        f"not an HloProto: inflates past {bound} bytes, {RATIO} times its "
-                        "compressed size (a gzip bomb?); reading stopped there",
-                    )
                 chunks.append(chunk)
-    except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise DumpError(path, 0, f"cannot read file: {exc}") from None
+    except Inflated as exc:
+        raise ParseError(path, 0, f"not an HloProto: {describe(exc)}") from None
+    except READ_ERRORS as exc:
+        raise DumpError(path, 0, f"cannot read file: {describe(exc)}") from None
     return b"".join(chunks)
 
 

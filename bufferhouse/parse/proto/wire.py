@@ -28,16 +28,6 @@ DECODE_ERRORS = (DecodeError, UnicodeDecodeError)
 VARINT, I64, LEN, SGROUP, EGROUP, I32 = 0, 1, 2, 3, 4, 5
 #: protobuf's largest field number.
 MAX_FIELD = (1 << 29) - 1
-#: The most a gzipped HloProto (or a profile's metadata, which is HloProtos) holds per
-#: compressed byte: real ones compress 3 to 20 times; what inflates past RATIO times
-#: its file's size (and past FLOOR bytes) is not one (docs/proto-input.md).
-RATIO = 100
-FLOOR = 16 << 20
-
-
-def inflation_bound(compressed: int) -> int:
-    """The most bytes a .gz of `compressed` bytes may inflate to (see RATIO)."""
-    return max(FLOOR, RATIO * compressed)
 
 
 class WireError(ValueError):

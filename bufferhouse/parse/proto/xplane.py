@@ -19,16 +19,14 @@ start N+1 times.
 
 from __future__ import annotations
 
-import gzip
 import os
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import BinaryIO
 
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse.proto import wire, xplane_pb2
-from bufferhouse.parse.reader import open_dump
+from bufferhouse.parse.reader import RATIO, READ_ERRORS, describe, inflation_bound, open_dump
 
 __all__ = ["Program", "list_programs", "missing_program", "read_program", "read_programs"]
 
@@ -59,13 +57,14 @@ class _Stream:
         #: The file's size when it can seek (not a .gz): no length may run past it.
         self.size = None
         #: The most one plane's metadata (all but `lines`) may take in memory: the file's
-        #: size, or for a .gz what its size allows (wire.inflation_bound).
+        #: size, or for a .gz what its size allows (reader.inflation_bound, the bound
+        #: open_dump keeps on the whole stream too).
         self.limit = 1 << 34
-        if f.seekable() and not isinstance(f, gzip.GzipFile):
+        if f.seekable():
             self.size = self.limit = f.seek(0, 2)
             f.seek(0)
-        elif isinstance(f, gzip.GzipFile) and hasattr(f.fileobj, "fileno"):
-            self.limit = wire.inflation_bound(os.fstat(f.fileobj.fileno()).st_size)
+        elif path.endswith(".gz") and os.path.isfile(path):
+            self.limit = inflation_bound(os.path.getsize(path))
 
     def length(self, at: int, number: int, what: str) -> int:
         """A LEN field's length, which must fit in what is left of the file."""
@@ -145,7 +144,7 @@ def _plane_header(s: _Stream, length: int) -> bytes:
                 raise wire.WireError(
                     at,
                     f"XPlane metadata past {s.limit} bytes, more than the file can hold "
-                    f"({wire.RATIO} times its size for a .gz): corrupt length or a gzip bomb?",
+                    f"({RATIO} times its size for a .gz): corrupt length or a gzip bomb?",
                 )
             kept += wire.encode_varint(key) + wire.encode_varint(n) + s.read(n)
         elif kind == wire.VARINT:
@@ -214,7 +213,7 @@ def _hlo_stats(plane: xplane_pb2.XPlane):
 def _wrap(path: str, exc: BaseException) -> DumpError:
     if isinstance(exc, wire.WireError):
         return ParseError(path, 0, f"not a readable XProf profile (XSpace): {exc}")
-    return DumpError(path, 0, f"cannot read file: {exc}")
+    return DumpError(path, 0, f"cannot read file: {describe(exc)}")
 
 
 def list_programs(path: str) -> list[Program]:
@@ -229,7 +228,7 @@ def list_programs(path: str) -> list[Program]:
                 elif plane.name.startswith("/device:TPU"):
                     backend = "tpu"
                 found.extend((name, offset) for name, _ in _hlo_stats(plane))
-    except (wire.WireError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+    except (wire.WireError, *READ_ERRORS) as exc:
         raise _wrap(path, exc) from None
     return [Program(name, offset, backend) for name, offset in found]
 
@@ -255,7 +254,7 @@ def read_programs(path: str, wanted: Iterable[tuple[str, int]]) -> dict[tuple[st
                         found.setdefault((name, offset), data)
                 if offset >= last:
                     break
-    except (wire.WireError, OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+    except (wire.WireError, *READ_ERRORS) as exc:
         raise _wrap(path, exc) from None
     return found
 

@@ -52,17 +52,24 @@ class Line:
         text = m.group(group)
         if not text:
             return None
-        value = int(text)
-        if value > INT64_MAX:
-            number(text, self.numbers.get(group, group), path, lineno, m.string)  # raises
-        return value
+        return number(text, self.numbers.get(group, group), path, lineno, m.string)
+
+
+#: The most digits an int64 prints (9223372036854775807). A longer run of digits is
+#: past 64 bits whatever it holds, and is refused before int() sees it: int() of more
+#: than 4,300 digits raises ValueError (CPython's limit), and is quadratic below it.
+INT64_DIGITS = len(str(INT64_MAX))
 
 
 def number(text: str, what: str, path: str, lineno: int, line: str) -> int:
-    """A printed number; past 64 bits it is an error naming the file, line and field."""
-    value = int(text)
-    if value > INT64_MAX:
-        raise ParseError(path, lineno, f"{what} {text} does not fit in 64 bits", line)
+    """A printed number; past 64 bits it is an error naming the file, line and field
+    (however many digits it has: a long one is shown by its first digits and length)."""
+    sign, digits = ("-", text[1:]) if text[:1] == "-" else ("", text.lstrip("+"))
+    digits = digits.lstrip("0") or "0"
+    value = int(sign + digits) if len(digits) <= INT64_DIGITS else None
+    if value is None or value > INT64_MAX:
+        shown = text if len(text) <= 40 else f"{text[:20]}... ({len(digits)} digits)"
+        raise ParseError(path, lineno, f"{what} {shown} does not fit in 64 bits", line)
     return value
 
 
