@@ -197,6 +197,15 @@ def _add_oom_fragment_columns(con: duckdb.DuckDBPyConnection) -> None:
 
 
 #: Schema version -> the step that brings a warehouse of that version to the next.
+def _add_file_stats(con: duckdb.DuckDBPyConnection) -> None:
+    """9 -> 10: file_stats, what ingest saw of each module's files (re-ingest at stat
+    speed); empty until the next ingest records them."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new table
+        con.execute(statement)
+
+
 UPGRADES = {
     1: _renumber_modules,
     2: _add_derived_tables,
@@ -206,6 +215,7 @@ UPGRADES = {
     6: _add_peak_sources,
     7: _add_runtime_tables,
     8: _add_oom_fragment_columns,
+    9: _add_file_stats,
 }
 
 
