@@ -13,6 +13,7 @@ import bufferhouse
 from bufferhouse.api import require_paths
 from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors, wait_option
 from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES, IngestReport
+from bufferhouse.load.workers import without_pandas
 from bufferhouse.render import human_bytes
 
 
@@ -90,6 +91,7 @@ def ingest_command(
     if to_parquet is not None and db is not None:
         raise click.UsageError("--db and --to-parquet are exclusive: give one destination")
     options = {"labels": labels, "strict": strict, "jobs": jobs, "max_bytes": max_bytes}
+    without_pandas()  # this process ends with the command: pyarrow need not import it
     with Progress(quiet=quiet, interactive=sys.stderr.isatty() and not quiet) as progress:
         if to_parquet is not None:
             paths = require_paths(paths)
