@@ -435,12 +435,24 @@ def module_tables(parsed: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The parsed tables as the warehouse declares them, but for their module_id: the sink
     that takes the module gives it its id and adds the column (Batch.pop_table,
     with_module_id), so no placeholder column is built, shipped and replaced."""
-    return {
-        t.name: pa.Table.from_arrays(parsed[t.name].columns, schema=parsed_schema(t))
-        if t.name in parsed
-        else parsed_schema(t).empty_table()  # e.g. heap_events: text dumps carry no trace
-        for t in MODULE_TABLES
-    }
+    return {t.name: _declared(parsed.get(t.name), t) for t in MODULE_TABLES}
+
+
+def _declared(data: pa.Table | None, table: Table) -> pa.Table:
+    """`data` with the declared schema (the same arrays); a table with no rows if None
+    (e.g. heap_events: text dumps carry no trace). Most readings carry the declared
+    schema already: they are passed on as they are, not rebuilt."""
+    schema = parsed_schema(table)
+    if data is None:
+        return _empty_parsed(table)
+    if data.schema.equals(schema, check_metadata=True):
+        return data
+    return pa.Table.from_arrays(data.columns, schema=schema)
+
+
+@functools.cache
+def _empty_parsed(table: Table) -> pa.Table:
+    return parsed_schema(table).empty_table()
 
 
 @functools.cache
