@@ -47,7 +47,7 @@ def ingest(
     ./bufferhouse.duckdb). Modules already present are skipped; labels are added.
 
     The options are load.ingest_paths' (labels, strict, jobs, wait, max_bytes,
-    progress), passed on as they are; this function adds the bh_* macros.
+    progress, rehash), passed on as they are; this function adds the bh_* macros.
 
     >>> report = bufferhouse.ingest("dumps/", db="fleet.duckdb", labels={"jax": "0.7.2"})
     """

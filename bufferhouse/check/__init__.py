@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from bufferhouse.check.rules import CHECKS, Problem, rows
-from bufferhouse.schema import SCHEMA_VERSION, TABLES
+from bufferhouse.schema import SCHEMA_VERSION, WAREHOUSE_TABLES
 from bufferhouse.schema.warehouse import database_path, open_connection, schema_version
 
 __all__ = ["CheckReport", "Problem", "check_warehouse"]
@@ -125,7 +125,7 @@ def _schema_problems(con: duckdb.DuckDBPyConnection, version: int | None) -> lis
     for table, column, type_ in rows(con, "stored-columns"):
         have.setdefault(table, {})[column] = type_
     problems = []
-    for table in TABLES:
+    for table in WAREHOUSE_TABLES:
         columns = have.get(table.name)
         if columns is None:
             problems.append(Problem("schema", f"table {table.name} is missing"))

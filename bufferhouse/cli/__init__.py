@@ -51,9 +51,10 @@ def show_version(ctx: click.Context, param: click.Parameter, value: bool) -> Non
     """--version, and whether ingest reads dumps with the compiled reader (docs/native.md)."""
     if not value or ctx.resilient_parsing:
         return
-    from bufferhouse.parse.text import native  # the parser: only when asked
+    from bufferhouse.version import compiled_reader_missing  # not the parser: 0.8 s
 
-    reader = "yes" if native.MISSING is None else "no: " + native.MISSING
+    missing = compiled_reader_missing()
+    reader = "yes" if missing is None else "no: " + missing
     click.echo(f"bufferhouse, version {__version__}\ncompiled reader: {reader}")
     ctx.exit()
 

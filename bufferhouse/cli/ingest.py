@@ -13,6 +13,7 @@ import bufferhouse
 from bufferhouse.api import require_paths
 from bufferhouse.cli.options import DATA, check_labels, db_option, handle_errors, wait_option
 from bufferhouse.load import PARALLEL_MIN_BYTES, PARALLEL_MIN_MODULES, IngestReport
+from bufferhouse.load.workers import without_pandas
 from bufferhouse.render import human_bytes
 
 
@@ -52,6 +53,12 @@ from bufferhouse.render import human_bytes
     default=None,
     help="Skip (as failed) any module with more text than this, after decompression.",
 )
+@click.option(
+    "--rehash",
+    is_flag=True,
+    help="Read and hash every module, even those whose files show the size, mtime and "
+    "inode they had when last read (which are otherwise known without being read).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="No progress, only the summary.")
 @click.option(
     "--to-parquet",
@@ -63,14 +70,17 @@ from bufferhouse.render import human_bytes
     "many machines may write one OUT_DIR at once.",
 )
 @handle_errors
-def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_parquet) -> None:
+def ingest_command(
+    paths, db, labels, strict, jobs, wait, max_bytes, rehash, quiet, to_parquet
+) -> None:
     """Load XLA dump files or directories into the warehouse.
 
     PATHS may be directories (searched recursively) or single files, plain or
     .gz: buffer-assignment text dumps (--xla_dump_to), HloProto dumps
     (*.hlo.pb, --xla_dump_hlo_as_proto), XProf profiles (*.xplane.pb) and job
     logs. Modules already in the warehouse are skipped, so re-running on the
-    same tree adds nothing.
+    same tree adds nothing; a module whose files show the size, mtime and inode
+    they had when last read is known without reading them (--rehash reads all).
 
     Logs (.log, .txt, .out, .err, plain or .gz) are scanned for out-of-memory
     messages (RESOURCE_EXHAUSTED): each loads as an OOM event with its listed
@@ -86,6 +96,7 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
     if to_parquet is not None and db is not None:
         raise click.UsageError("--db and --to-parquet are exclusive: give one destination")
     options = {"labels": labels, "strict": strict, "jobs": jobs, "max_bytes": max_bytes}
+    without_pandas()  # this process ends with the command: pyarrow need not import it
     with Progress(quiet=quiet, interactive=sys.stderr.isatty() and not quiet) as progress:
         if to_parquet is not None:
             paths = require_paths(paths)
@@ -93,7 +104,9 @@ def ingest_command(paths, db, labels, strict, jobs, wait, max_bytes, quiet, to_p
 
             report = ingest_to_parquet(paths, to_parquet, progress=progress, **options)
         else:
-            report = bufferhouse.ingest(paths, db, wait=wait, progress=progress, **options)
+            report = bufferhouse.ingest(
+                paths, db, wait=wait, progress=progress, rehash=rehash, **options
+            )
     if report.found_nothing:
         # A wrong directory, most likely: say so (no summary of nothing), let a script notice.
         click.echo(

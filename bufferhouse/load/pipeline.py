@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import logging
 import os
 import socket
@@ -21,7 +22,7 @@ from datetime import datetime, timezone
 import duckdb
 
 from bufferhouse.errors import BufferhouseError, UnknownInput, WarehouseError
-from bufferhouse.load import handoff
+from bufferhouse.load import file_stats, handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
 from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
 from bufferhouse.load.targets import record_targets
@@ -94,13 +95,21 @@ def ingest_into(
     max_bytes: int | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    rehash: bool = False,
 ) -> IngestReport:
     """The end every ingest shares, whatever the sink: run the batches, time the run."""
     report = IngestReport(
         target, sink.run_id, compiled_reader_missing=without_compiled_reader(groups)
     )
     run_batches(
-        groups, sink, report, jobs=jobs, max_bytes=max_bytes, strict=strict, progress=progress
+        groups,
+        sink,
+        report,
+        jobs=jobs,
+        max_bytes=max_bytes,
+        strict=strict,
+        progress=progress,
+        rehash=rehash,
     )
     report.seconds = time.monotonic() - started
     return report
@@ -117,11 +126,14 @@ def ingest_paths(
     max_bytes: int | None = None,
     progress: Progress | None = None,
     after_open: Callable[[object], None] | None = None,
+    rehash: bool = False,
 ) -> IngestReport:
     """Load every module under `paths` into the warehouse `db`.
 
     Failing modules are reported (and recorded in `diagnostics`) while the rest
     of the batch loads; with `strict` the ingest stops at the first failure.
+    A module whose files show the size, mtime and inode they had when last read is
+    known unread (load/file_stats.py); `rehash` reads and hashes every one.
     """
     started = time.monotonic()
     paths = [os.fspath(p) for p in paths]
@@ -165,6 +177,7 @@ def ingest_paths(
             max_bytes=max_bytes,
             strict=strict,
             progress=progress,
+            rehash=rehash,
         )
         record_targets(con)  # the files beside each new module name its target
     except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
@@ -207,6 +220,7 @@ def run_batches(
     max_bytes: int | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    rehash: bool = False,
 ) -> None:
     """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
 
@@ -223,15 +237,19 @@ def run_batches(
     """
     handoff.remove_leftovers()
     known = writer.module_ids
-    threads = spare_threads(groups, jobs)
-    jobs = parser_processes(groups, jobs)
+    unread, groups_read, looked = _by_file_stats(groups, writer, rehash, max_bytes)
+    threads = spare_threads(groups_read, jobs)
+    jobs = parser_processes(groups_read, jobs)
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, ParseResult]] = (
             (g, parse_files(g, known, max_bytes, threads=threads))
-            for g in with_programs(largest_first(groups))
+            for g in with_programs(largest_first(groups_read))
         )
+    elif groups_read:
+        results = parse_in_workers(groups_read, jobs, frozenset(known), max_bytes)
     else:
-        results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+        results = iter(())
+    results = itertools.chain(unread, results)
     waiting: list[ModuleOutcome] = []
     writing: tuple[Future[int], list[ModuleOutcome]] | None = None
 
@@ -276,6 +294,7 @@ def run_batches(
                 if strict:
                     result = refuse_unknown(result)
                 outcome = _stage(writer, files, result)
+                _record_files(writer, looked.pop(id(files), None), result, outcome)
                 if outcome.status in ("loaded", "events", "snapshot"):
                     waiting.append(outcome)
                 else:
@@ -308,6 +327,37 @@ def refuse_unknown(result: ParseResult) -> ParseResult:
         unknown.path, unknown.line, unknown.message + " (refused: --strict)", unknown.text
     )
     return dataclasses.replace(result, status="failed", error=error, module_row=None, tables=None)
+
+
+def _by_file_stats(
+    groups: list, writer: ModuleBuffer, rehash: bool, max_bytes: int | None
+) -> tuple[list[tuple[object, ParseResult]], list, dict[int, file_stats.Looked]]:
+    """(the groups known by their files' stats, each with its result; the groups to
+    read; the stats taken of those, by id). `rehash`, or a sink that keeps no stats:
+    every group is read (with `rehash`, its stats are taken to be recorded anew)."""
+    if not writer.keeps_file_stats:
+        return [], groups, {}
+    if rehash:
+        looks = ((g, file_stats.look(g)) for g in groups)
+        return [], groups, {id(g): s for g, s in looks if s is not None}
+    return file_stats.recognise(groups, writer.held_files, writer.module_ids, max_bytes)
+
+
+def _record_files(
+    writer: ModuleBuffer,
+    looked: file_stats.Looked | None,
+    result: ParseResult,
+    outcome: ModuleOutcome,
+) -> None:
+    """Record how a module's files looked when read, for the next ingest to know them
+    unread: a module loaded, or present by its content hash (not one held under its
+    dump files alone, whose warning is said again at every ingest)."""
+    if looked is None or not looked.settled or result.content_hash is None:
+        return
+    if outcome.status == "loaded" or (outcome.status == "present" and not outcome.warnings):
+        writer.record_files(
+            file_stats.record_row(looked, result.content_hash, result.bytes_read, writer.run_id)
+        )
 
 
 def _stage(

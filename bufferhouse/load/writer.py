@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from bufferhouse.errors import DumpError, WarehouseError
+from bufferhouse.load.file_stats import Seen, held_file_stats
 from bufferhouse.load.insert import insert_arrow
 from bufferhouse.parse import memory
 from bufferhouse.parse.discover import text_path
@@ -81,11 +82,19 @@ class Batch:
     snapshots: list[SnapshotTables] = field(default_factory=list)
     #: Snapshots already held that this run labels.
     present_snapshot_labels: list[int] = field(default_factory=list)
+    #: file_stats rows of modules read this run (each replaces its path's row).
+    file_stats: list[dict] = field(default_factory=list)
     rows: int = 0
 
     @property
     def empty(self) -> bool:
-        return not (
+        return not (self.file_stats or self.holds_rows)
+
+    @property
+    def holds_rows(self) -> bool:
+        """Modules, labels, events, snapshots or diagnostics: what makes a run's `runs`
+        row (file_stats rows alone do not)."""
+        return bool(
             self.modules
             or self.diagnostics
             or self.present_labels
@@ -167,7 +176,19 @@ class ModuleBuffer:
         #: (log key, byte offset) -> the events held there before this run, for a sink
         #: that can replace an event (the warehouse); None: it never does.
         self.event_spans = held_spans
+        #: The first file's absolute path -> how the module's files looked when last read
+        #: (file_stats); empty for a sink that keeps no such record.
+        self.held_files: dict[str, Seen] = {}
         self.batch = Batch()
+
+    def record_files(self, row: dict) -> None:
+        """Keep a file_stats row (file_stats.record_row) for the next batch, in a sink that
+        keeps them (the warehouse)."""
+        if self.keeps_file_stats:
+            self.batch.file_stats.append(row)
+
+    #: Whether the sink records file_stats (only the warehouse does).
+    keeps_file_stats = False
 
     def add_snapshot(self, snapshot: SnapshotTables) -> int | None:
         """Buffer a snapshot the sink does not hold yet, whole, under a new snapshot_id
@@ -357,6 +378,8 @@ class ModuleWriter(ModuleBuffer):
     warehouse as it was before the batch.
     """
 
+    keeps_file_stats = True
+
     def __init__(
         self,
         con: duckdb.DuckDBPyConnection,
@@ -374,6 +397,7 @@ class ModuleWriter(ModuleBuffer):
         super().__init__(
             run_id, labels, max_modules, max_rows, held, events, snapshots, held_spans(con)
         )
+        self.held_files = held_file_stats(con)
         self.con = con
         # DuckDB buffers 5 row groups of a bulk insert per table before it compresses and
         # writes them: for a module's instruction texts, ~150 MB more memory than 1 needs.
@@ -408,7 +432,8 @@ class ModuleWriter(ModuleBuffer):
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
-            if self.run_row is not None:
+            with_run = self.run_row is not None and batch.holds_rows
+            if with_run:
                 _insert_rows(con, "runs", [self.run_row])
             insert_arrow(con, "modules", modules)
             # Tables stored sorted go last: their sorted copy is made once the rest of the
@@ -440,6 +465,7 @@ class ModuleWriter(ModuleBuffer):
                     con, batch.present_snapshot_labels, self.labels, "runtime_labels", "snapshot_id"
                 )
             _insert_rows(con, "diagnostics", batch.diagnostics)
+            _replace_file_stats(con, batch.file_stats)
             con.execute("COMMIT")
         except duckdb.Error as exc:
             with contextlib.suppress(duckdb.Error):
@@ -449,9 +475,9 @@ class ModuleWriter(ModuleBuffer):
                 f" snapshots to the warehouse: {exc}. Nothing of them was written; what was"
                 " committed before is intact."
             ) from None
-        written = len(batch.modules)
-        self.run_row = None
-        return written
+        if with_run:
+            self.run_row = None
+        return len(batch.modules)
 
 
 @dataclass(frozen=True)
@@ -489,6 +515,15 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict]) -
         insert_arrow(
             con, table, pa.Table.from_pylist(rows, schema=arrow_schema(TABLES_BY_NAME[table]))
         )
+
+
+def _replace_file_stats(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
+    """The batch's file_stats rows, each replacing the row held for its path."""
+    if not rows:
+        return
+    last = {r["path"]: r for r in rows}  # a path read twice in a batch: its last read
+    con.execute("DELETE FROM file_stats WHERE path IN (SELECT unnest(?))", [list(last)])
+    _insert_rows(con, "file_stats", list(last.values()))
 
 
 def _insert_missing_labels(

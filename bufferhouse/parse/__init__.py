@@ -225,7 +225,8 @@ def parse_files(
                 return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
             derived = derive(reading, _origin(files, reading, digest, nbytes))
             del reading
-            tables = _check_fits(derived)
+            row = derived.row.as_dict()
+            tables = _check_fits(derived, row)
             if nbytes >= RELEASE_MIN_BYTES:
                 # What derive freed goes back before the writer takes the tables: it was
                 # the 500 MB module's peak (~1,000 MiB, ~300 MiB of it freed memory).
@@ -240,7 +241,7 @@ def parse_files(
             "failed", content_hash=digest, bytes_read=nbytes, error=_internal(files, exc)
         )
     warnings = [*files.problems, *derived.warnings]
-    return ParseResult("parsed", digest, nbytes, derived.row.as_dict(), tables, warnings)
+    return ParseResult("parsed", digest, nbytes, row, tables, warnings)
 
 
 def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
@@ -296,11 +297,12 @@ def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
     return proto.combine_text_and_proto(text, from_proto, files.proto)
 
 
-def _check_fits(derived: Derived) -> dict[str, pa.Table]:
-    """The tables as the warehouse declares them; the row's numbers must fit their
-    columns too (raises OverflowError / ArrowInvalid otherwise)."""
+def _check_fits(derived: Derived, row: dict) -> dict[str, pa.Table]:
+    """The tables as the warehouse declares them; the row's numbers (`row`: the module
+    row as a dict, made once) must fit their columns too (raises OverflowError /
+    ArrowInvalid otherwise)."""
     tables = module_tables(derived.tables)
-    pa.Table.from_pylist([derived.row.as_dict()], schema=_MODULE_ROW)
+    pa.Table.from_pylist([row], schema=_MODULE_ROW)
     return tables
 
 
@@ -433,12 +435,24 @@ def module_tables(parsed: dict[str, pa.Table]) -> dict[str, pa.Table]:
     """The parsed tables as the warehouse declares them, but for their module_id: the sink
     that takes the module gives it its id and adds the column (Batch.pop_table,
     with_module_id), so no placeholder column is built, shipped and replaced."""
-    return {
-        t.name: pa.Table.from_arrays(parsed[t.name].columns, schema=parsed_schema(t))
-        if t.name in parsed
-        else parsed_schema(t).empty_table()  # e.g. heap_events: text dumps carry no trace
-        for t in MODULE_TABLES
-    }
+    return {t.name: _declared(parsed.get(t.name), t) for t in MODULE_TABLES}
+
+
+def _declared(data: pa.Table | None, table: Table) -> pa.Table:
+    """`data` with the declared schema (the same arrays); a table with no rows if None
+    (e.g. heap_events: text dumps carry no trace). Most readings carry the declared
+    schema already: they are passed on as they are, not rebuilt."""
+    schema = parsed_schema(table)
+    if data is None:
+        return _empty_parsed(table)
+    if data.schema.equals(schema, check_metadata=True):
+        return data
+    return pa.Table.from_arrays(data.columns, schema=schema)
+
+
+@functools.cache
+def _empty_parsed(table: Table) -> pa.Table:
+    return parsed_schema(table).empty_table()
 
 
 @functools.cache

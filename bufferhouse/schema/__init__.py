@@ -16,6 +16,7 @@ from bufferhouse.schema.tables import (
     SCHEMA_VERSION,
     TABLES,
     TABLES_BY_NAME,
+    WAREHOUSE_TABLES,
     Column,
     Table,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TABLES",
     "TABLES_BY_NAME",
+    "WAREHOUSE_TABLES",
     "Column",
     "Table",
     "arrow_schema",
@@ -80,7 +82,7 @@ def sql_string(text: str) -> str:
 
 def create_statements() -> list[str]:
     statements = []
-    for table in TABLES:
+    for table in WAREHOUSE_TABLES:
         cols = ",\n  ".join(
             f"{quote_identifier(c.name)} {c.type}{'' if c.nullable else ' NOT NULL'}"
             + (f" USING COMPRESSION {c.compression}" if c.compression else "")
@@ -94,7 +96,7 @@ def create_statements() -> list[str]:
 
 def comment_statements() -> list[str]:
     statements = []
-    for table in TABLES:
+    for table in WAREHOUSE_TABLES:
         name = quote_identifier(table.name)
         statements.append(f"COMMENT ON TABLE {name} IS {sql_string(table.doc)}")
         for c in table.columns:
@@ -106,7 +108,7 @@ def comment_statements() -> list[str]:
 
 def sqlglot_schema() -> dict[str, dict[str, str]]:
     """{table: {column: type}} for sqlglot's optimizer to resolve columns against."""
-    return {t.name: {c.name: c.type for c in t.columns} for t in TABLES}
+    return {t.name: {c.name: c.type for c in t.columns} for t in WAREHOUSE_TABLES}
 
 
 def markdown_reference() -> str:
@@ -118,7 +120,7 @@ def markdown_reference() -> str:
         " the same text is in the warehouse as `COMMENT ON` (see `duckdb_columns()`).",
         "",
     ]
-    for table in TABLES:
+    for table in WAREHOUSE_TABLES:
         lines += [f"## `{table.name}`", "", table.doc, "", "| column | type | description |"]
         lines.append("| --- | --- | --- |")
         for c in table.columns:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 
 
 @dataclass(frozen=True)
@@ -1175,6 +1175,35 @@ DIAGNOSTICS = Table(
     per_module=False,
 )
 
+FILE_STATS = Table(
+    "file_stats",
+    "What ingest saw of each module's files when it last read them: one row per module"
+    " loaded or found present, by the files' absolute paths. A module whose files all show"
+    " the same size, mtime and inode again is known by its content hash without being read"
+    " (`ingest --rehash` reads them anyway); any difference reads and hashes it again.",
+    (
+        _c("path", "VARCHAR", "The module's first file (absolute): the row's key.", False),
+        _c(
+            "paths",
+            "VARCHAR[]",
+            "Every file the module's content hash covers, absolute, in hashing order.",
+            False,
+        ),
+        _c("sizes", "BIGINT[]", "Each file's size in bytes (st_size), in `paths` order.", False),
+        _c(
+            "mtimes_ns",
+            "BIGINT[]",
+            "Each file's modification time, ns since the epoch (st_mtime_ns).",
+            False,
+        ),
+        _c("inodes", "BIGINT[]", "Each file's inode number (st_ino).", False),
+        _c("content_hash", "VARCHAR", "The module's content hash (modules.content_hash).", False),
+        _c("bytes_read", "BIGINT", "Bytes of dump text the hash read (modules.bytes_read).", False),
+        _c("run_id", "BIGINT", "Ingest run that recorded the row.", False),
+    ),
+    per_module=False,
+)
+
 MEMORY_SPACES = Table(
     "memory_spaces",
     "Reference: names of memory spaces (colors) per backend. Colors are backend-specific integers.",
@@ -1248,7 +1277,14 @@ TABLES: tuple[Table, ...] = (
     MEMORY_SPACES,
 )
 
-TABLES_BY_NAME = {t.name: t for t in TABLES}
+#: The warehouse's own bookkeeping: in the warehouse file only, never exported (a
+#: dataset is read, not re-ingested: it has no files to compare).
+LOCAL_TABLES: tuple[Table, ...] = (FILE_STATS,)
+
+#: Every table of a warehouse file.
+WAREHOUSE_TABLES: tuple[Table, ...] = (*TABLES, *LOCAL_TABLES)
+
+TABLES_BY_NAME = {t.name: t for t in WAREHOUSE_TABLES}
 
 #: Seed rows of memory_spaces: (backend, color, name, description).
 MEMORY_SPACE_NAMES: tuple[tuple[str, int, str, str], ...] = (

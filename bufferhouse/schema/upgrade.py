@@ -215,6 +215,15 @@ def _add_unknown_input_columns(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {type_}")
 
 
+def _add_file_stats(con: duckdb.DuckDBPyConnection) -> None:
+    """11 -> 12: file_stats, what ingest saw of each module's files (re-ingest at stat
+    speed); empty until the next ingest records them."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new table
+        con.execute(statement)
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 UPGRADES = {
     1: _renumber_modules,
@@ -227,6 +236,7 @@ UPGRADES = {
     8: _add_oom_fragment_columns,
     9: _add_unknown_input_columns,
     10: _add_xla_temp_bytes,
+    11: _add_file_stats,
 }
 
 
