@@ -68,6 +68,9 @@ def test_every_compile_loads_with_memory_analysis_temp(warehouses, form):
     assert sorted(got) == PROGRAMS
     for program, (backend, temp) in got.items():
         assert backend == "tpu"
+        if program == "v6e_scan_remat":  # loop counters only: the rule is not known (NULL)
+            assert temp is None
+            continue
         assert temp == _analysis(program)["temp_size_in_bytes"], program
 
 
@@ -148,8 +151,8 @@ def test_vmem_trace_counts_aliases_once(warehouses):
 
 
 def test_tuple_allocation_read_from_offset_zero_matches_the_proto_flag():
-    """The TPU temp rule tells a tuple allocation by its values at offset 0 (a combined
-    temp allocation takes its first part's flag); the proto says is_tuple outright."""
+    """XLA's CombineTempAllocations keeps the first part's is_tuple flag (its values stay
+    at offset 0): read from the values at offset 0, the flag matches the proto's."""
     checked = 0
     for program in PROGRAMS:
         proto = hlo_pb2.HloProto()
@@ -215,7 +218,7 @@ def test_libtpu_log_agrees_with_the_derived_figures(warehouses):
         assert _close(log.outputs["hbm"][0], ma["output_size_in_bytes"])
         assert _close(log.requirements["vmem"].hlo_temp.bytes, vmem_alloc), program
         hlo = log.requirements["hbm"].hlo_temp
-        if temp == 0:  # a tuple allocation only: libtpu prints no HBM temp
+        if not temp:  # tuples only (0), or loop scalars only (NULL): no HBM temp printed
             assert hlo is None, program
             continue
         r = _round(hbm_temp_alloc)

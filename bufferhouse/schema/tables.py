@@ -219,10 +219,11 @@ MODULES = Table(
             "xla_temp_bytes",
             "BIGINT",
             "What memory_analysis().temp_size_in_bytes reports, where the rule is known: TPU"
-            " (any form): memory space 0's temp allocation (not a tuple one) rounded up to 16"
-            " KiB, R, plus its fragmentation as libtpu counts it, R minus the most temp bytes"
-            " in use and the tuple pointer tables (docs/metrics.md, TPU temp). NULL on other"
-            " backends and without a temp peak.",
+            " (any form): memory space 0's temp allocation rounded up to 16 KiB, R, plus its"
+            " fragmentation as libtpu counts it, R minus the most temp bytes in use and the"
+            " tuple pointer tables; 0 with tuple tables only. NULL when its heap-simulated"
+            " values are all scalars (libtpu's figure then is not known), without a temp"
+            " peak, and on other backends (docs/metrics.md, TPU temp).",
         ),
     ),
     per_module=False,

@@ -175,6 +175,7 @@ def derive(reading: Reading, origin: Origin) -> Derived:
             is_temp,
             tables["assignments"],
             asg_tuple,
+            _assignment_is_scalar(tables["hlo_values"], value_row),
             space0.temp_peak_bytes if space0 else 0,
         )
     return Derived(row, tables, warnings)
@@ -185,6 +186,12 @@ def _assignment_is_tuple(values: pa.Table, value_row: pa.Array) -> np.ndarray:
     return pc.fill_null(pc.take(values["is_tuple"], value_row), False).to_numpy(
         zero_copy_only=False
     )
+
+
+def _assignment_is_scalar(values: pa.Table, value_row: pa.Array) -> np.ndarray:
+    """Row for row with assignments: whether the value is an array of rank 0."""
+    rank = pc.list_value_length(pc.take(values["dims"], value_row))
+    return pc.fill_null(pc.equal(rank, 0), False).to_numpy(zero_copy_only=False)
 
 
 def _tuple_only_spaces(

@@ -66,37 +66,38 @@ def tpu_temp_bytes(
     is_temp: np.ndarray,
     assignments: pa.Table,
     is_tuple: np.ndarray,
+    is_scalar: np.ndarray,
     temp_peak: int | None,
 ) -> int | None:
     """memory_analysis().temp_size_in_bytes of a TPU compile (docs/metrics.md, TPU temp):
     HBM's `HLO temp` plus its fragmentation, as libtpu reports them.
 
-    Over the memory-space-0 temp allocations that are not tuple allocations (the
-    values at offset 0 are not tuple-shaped: a combined temp allocation takes the
-    tuple flag of its first part, and libtpu counts none of a tuple one):
-    R = their sizes rounded up to 16 KiB, P = the most temp bytes in use at once
-    (`temp_peak`, heap-simulated values) + the bytes of the tuple-shaped values in them
-    (pointer tables, never heap-simulated, held throughout); the figure is
-    R + (R - P). `is_tuple`: row for row with `assignments`. None when `temp_peak` is.
+    Over memory space 0's temp allocations: R = their sizes rounded up to 16 KiB,
+    P = the most temp bytes in use at once (`temp_peak`, the heap-simulated values)
+    + the bytes of the tuple-shaped values in them (pointer tables, never
+    heap-simulated, held throughout); the figure is R + (R - P). 0 when no value
+    there is heap-simulated (tuples only: libtpu prints no HBM temp). None when every
+    heap-simulated value is a scalar: libtpu counts some such compiles by the rule and
+    gives 0 for others (while loops' counters), for a reason not found; and None
+    without `temp_peak`. `is_tuple`, `is_scalar`: row for row with `assignments`.
     """
     index = allocations["allocation_index"].to_numpy()
     color = allocations["color"].to_numpy()
     size = allocations["size"].to_numpy()
     candidates = set(index[is_temp & (color == 0)].tolist())
-    if not candidates:
+    a_alloc = assignments["allocation_index"].to_numpy().tolist()
+    a_offset = assignments["byte_offset"].to_numpy().tolist()
+    a_size = assignments["size"].to_numpy().tolist()
+    heap = [
+        (a, scalar)
+        for a, s, tup, scalar in zip(a_alloc, a_size, is_tuple.tolist(), is_scalar.tolist())
+        if a in candidates and s and not tup
+    ]
+    if not heap:
         return 0
-    a_alloc = assignments["allocation_index"].to_numpy()
-    a_offset = assignments["byte_offset"].to_numpy()
-    a_size = assignments["size"].to_numpy()
-    counted = {
-        int(a)
-        for a, off, tup in zip(a_alloc.tolist(), a_offset.tolist(), is_tuple.tolist())
-        if a in candidates and off == 0 and not tup
-    }
-    if not counted:
-        return 0
-    if temp_peak is None:
+    if all(scalar for _, scalar in heap) or temp_peak is None:
         return None
+    counted = {a for a, _ in heap}
     rounded = sum(
         -(-int(s) // TPU_TEMP_STEP) * TPU_TEMP_STEP
         for i, s in zip(index.tolist(), size.tolist())
@@ -104,7 +105,7 @@ def tpu_temp_bytes(
     )
     tuples = {
         (a, off, s)
-        for a, off, s, tup in zip(a_alloc.tolist(), a_offset.tolist(), a_size.tolist(), is_tuple)
+        for a, off, s, tup in zip(a_alloc, a_offset, a_size, is_tuple.tolist())
         if a in counted and tup and s
     }
     padded = temp_peak + sum(s for _, _, s in tuples)
