@@ -321,21 +321,16 @@ whole_single AS (
 vals AS (
   SELECT
     f.pair, f.measure, x.matched_by,
-    b.value_id AS base_value_id, h.value_id AS head_value_id,
-    b.op_name AS base_op, h.op_name AS head_op,
-    b.shape AS base_shape, h.shape AS head_shape,
-    b.dims AS base_dims, h.dims AS head_dims,
-    b.element_type AS base_type, h.element_type AS head_type,
-    b.category AS base_category, h.category AS head_category,
-    b.size AS base_size, h.size AS head_size,
+    x.base_value_id, x.head_value_id,
+    x.base_shape, x.head_shape,
+    x.base_dims, x.head_dims,
+    x.base_type, x.head_type,
+    x.base_category, x.head_category,
+    x.base_size, x.head_size,
     bm.size AS base_bytes, hm.size AS head_bytes
-  FROM matched AS x
+  FROM vp AS x
   JOIN known AS f
     ON f.pair = x.pair
-  LEFT JOIN bv AS b
-    ON b.pair = x.pair AND b.value_id = x.base_value_id
-  LEFT JOIN hv AS h
-    ON h.pair = x.pair AND h.value_id = x.head_value_id
   LEFT JOIN base_units AS bm
     ON bm.pair = f.pair
     AND bm.measure = f.measure
