@@ -26,14 +26,8 @@ from bufferhouse.load.schedule import largest_first, parser_processes, spare_thr
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
-from bufferhouse.parse.discover import (
-    LogFile,
-    ModuleFiles,
-    ProfileFile,
-    discover,
-    discover_logs,
-    discover_profiles,
-)
+from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
+from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
 from bufferhouse.schema.warehouse import (
     database_path,
@@ -125,11 +119,7 @@ def ingest_paths(
     paths = [os.fspath(p) for p in paths]
     label_pairs = parse_labels(labels)
     path = database_path(db)
-    groups: list[ModuleFiles | LogFile | ProfileFile] = [
-        *discover(paths),
-        *discover_logs(paths),
-        *discover_profiles(paths),
-    ]
+    groups: list[ModuleFiles | LogFile | ProfileFile] = discover_all(paths)
     if not groups and not os.path.exists(path):
         # Nothing to read: no empty warehouse is left behind (the CLI says nothing was found).
         return IngestReport(path, new_run_id(), seconds=time.monotonic() - started)
