@@ -22,7 +22,7 @@ import duckdb
 from bufferhouse.errors import BufferhouseError, WarehouseError
 from bufferhouse.load import handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
-from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
+from bufferhouse.load.schedule import Plan, plan
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
@@ -86,13 +86,21 @@ def ingest_into(
     max_bytes: int | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    run_plan: Plan | None = None,
 ) -> IngestReport:
     """The end every ingest shares, whatever the sink: run the batches, time the run."""
     report = IngestReport(
         target, sink.run_id, compiled_reader_missing=without_compiled_reader(groups)
     )
     run_batches(
-        groups, sink, report, jobs=jobs, max_bytes=max_bytes, strict=strict, progress=progress
+        groups,
+        sink,
+        report,
+        jobs=jobs,
+        max_bytes=max_bytes,
+        strict=strict,
+        progress=progress,
+        run_plan=run_plan,
     )
     report.seconds = time.monotonic() - started
     return report
@@ -133,7 +141,8 @@ def ingest_paths(
         writer = ModuleWriter(
             con, run_id, label_pairs, run_row=run_record(run_id, paths, label_pairs)
         )
-        parsers = parser_processes(groups, jobs)
+        run_plan = plan(groups, jobs)
+        parsers = run_plan.parsers
         # Parsing keeps `parsers` cores busy while DuckDB inserts and commits: its threads
         # get the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes with
         # 30% less CPU than two, and no slower.
@@ -153,6 +162,7 @@ def ingest_paths(
             max_bytes=max_bytes,
             strict=strict,
             progress=progress,
+            run_plan=run_plan,
         )
     except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
         raise WarehouseError(
@@ -194,6 +204,7 @@ def run_batches(
     max_bytes: int | None = None,
     strict: bool = False,
     progress: Progress | None = None,
+    run_plan: Plan | None = None,
 ) -> None:
     """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
 
@@ -210,15 +221,15 @@ def run_batches(
     """
     handoff.remove_leftovers()
     known = writer.module_ids
-    threads = spare_threads(groups, jobs)
-    jobs = parser_processes(groups, jobs)
+    run_plan = run_plan or plan(groups, jobs)
+    jobs = run_plan.parsers
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes, threads=threads))
-            for g in with_programs(largest_first(groups))
+            (g, parse_files(g, known, max_bytes, threads=run_plan.threads))
+            for g in with_programs(run_plan.order)
         )
     else:
-        results = parse_in_workers(groups, jobs, frozenset(known), max_bytes)
+        results = parse_in_workers(list(run_plan.order), jobs, frozenset(known), max_bytes)
     waiting: list[ModuleOutcome] = []
     writing: tuple[Future[int], list[ModuleOutcome]] | None = None
 
