@@ -6,7 +6,13 @@ import gzip
 import os
 
 from bufferhouse.load import schedule
-from bufferhouse.parse.discover import ModuleFiles, discover, discover_logs, discover_profiles
+from bufferhouse.parse.discover import (
+    ModuleFiles,
+    discover,
+    discover_logs,
+    discover_profiles,
+    is_companion,
+)
 from bufferhouse.parse.sources import SOURCES, discover_all
 
 
@@ -67,3 +73,31 @@ def test_a_file_given_by_name_is_walked_with_its_siblings(tmp_path):
     (tmp_path / f"{stem}-buffer-assignment-values.txt").write_text("")
     (group,) = discover([tmp_path / f"{stem}-buffer-assignment.txt"])
     assert group.values == str(tmp_path / f"{stem}-buffer-assignment-values.txt")
+
+
+COMPANIONS = os.path.join(os.path.dirname(__file__), "data", "companions", "tpu-v5e")
+
+
+def test_the_files_beside_a_module_of_todays_xla_are_no_modules():
+    names = sorted(os.listdir(COMPANIONS))
+    assert any(n.endswith("_after_buffer_assignment.hlo.pb") for n in names)
+    assert all(is_companion(n) for n in names if os.path.isfile(os.path.join(COMPANIONS, n)))
+    # libtpu's module copies were taken for modules of their own and skipped at parse time.
+    assert discover_all([COMPANIONS]) == []
+
+
+def test_a_companion_given_by_name_is_one_located_error(tmp_path):
+    path = os.path.join(COMPANIONS, "module_0000.jit_mlp_step.cl_1004524046.after_codegen.hlo.pb")
+    (group,) = discover_all([path])
+    (problem,) = group.problems
+    assert problem.path == path
+    assert "beside a module, without its buffer assignment" in problem.message
+
+
+def test_a_file_given_by_name_that_no_source_claims_is_one_located_error(tmp_path):
+    path = tmp_path / "weights.pb"
+    path.write_bytes(b"\x08\x01")
+    (group,) = discover_all([path])
+    (problem,) = group.problems
+    assert (problem.path, problem.line) == (str(path), 0)
+    assert "not a form bufferhouse reads" in problem.message

@@ -31,6 +31,27 @@ SUFFIXES: tuple[tuple[str, str], ...] = (
     ("-memory-usage-report.txt", "usage_report"),
 )
 
+#: Files XLA writes beside a module that carry no buffer assignment, by the end of their
+#: name (without .gz): known for what they are, so none is taken for a module, a log or a
+#: device memory profile, nor sniffed. libtpu's two copies of the optimized module around
+#: buffer assignment hold no BufferAssignmentProto (the one that does is
+#: `<stem>.hlo.pb` of the `after_optimizations` stage); `-memory-usage-report.pb`
+#: (MemoryUsageReportProto) is a truncated list of the top entries of the text report,
+#: which is read instead (docs/discovery.md).
+COMPANION_SUFFIXES: tuple[str, ...] = (
+    "_after_buffer_assignment.hlo.pb",
+    "_before_buffer_assignment.hlo.pb",
+    ".after_codegen.hlo.pb",
+    ".after_codegen.txt",
+    "-memory-usage-report.pb",
+    ".tpu_comp_env.txt",
+    ".sparse_core_specific_metadata.txt",
+    ".transfer_stats.txt",
+    ".riegeli",
+)
+#: The files of the per-module folder (`<stem>/`) of today's XLA, by their whole name.
+COMPANION_NAMES: frozenset[str] = frozenset({"topology.pb", "module.mlir", "compile_options.pb"})
+
 _MAGIC = b"BufferAssignment:"
 
 
@@ -79,13 +100,26 @@ class ModuleFiles:
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
+    """(role, stem) of a file XLA names: a role of ModuleFiles, or "companion" for a file
+    beside a module that holds none of its buffer assignment."""
     base = name[:-3] if name.endswith(".gz") else name
+    if base in COMPANION_NAMES:
+        return "companion", ""
+    for suffix in COMPANION_SUFFIXES:
+        if base.endswith(suffix):
+            return "companion", base[: -len(suffix)]
     for suffix, role in SUFFIXES:
         if base.endswith(suffix):
             return role, base[: -len(suffix)]
     if base.endswith(".hlo.pb"):
         return "proto", base[: -len(".hlo.pb")]
     return None
+
+
+def is_companion(name: str) -> bool:
+    """A file XLA writes beside a module that holds none of its buffer assignment."""
+    role_stem = _role_of(name)
+    return role_stem is not None and role_stem[0] == "companion"
 
 
 def _is_xplane(name: str) -> bool:
@@ -203,6 +237,8 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
             )
         else:
             role, stem = role_stem
+            if role == "companion":
+                continue
         mf = groups.setdefault((directory, stem), ModuleFiles(directory, stem))
         if getattr(mf, role) is not None:
             # foo.txt and foo.txt.gz side by side: prefer the plain file, say so.
@@ -439,6 +475,8 @@ def _add_log_members(
                 log_hlo[(log, name[: -len(".txt")])] = member
             continue
         role, stem = role_stem
+        if role == "companion":
+            continue
         mf = groups.setdefault((log, stem), ModuleFiles(log, stem))
         if getattr(mf, role) is None:
             setattr(mf, role, member)

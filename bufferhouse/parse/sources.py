@@ -14,16 +14,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from bufferhouse.errors import DumpError
 from bufferhouse.parse.discover import (
     LogFile,
     ModuleFiles,
     ProfileFile,
     dump_groups,
+    is_companion,
     log_groups,
     profile_groups,
     walk_of,
 )
-from bufferhouse.parse.walk import Walk
+from bufferhouse.parse.walk import Walk, file_identity
 
 Group = ModuleFiles | LogFile | ProfileFile
 
@@ -56,6 +58,36 @@ SOURCES: tuple[Source, ...] = (
 
 
 def discover_all(paths: Iterable[str | os.PathLike[str]]) -> list[Group]:
-    """Every group under `paths`: one walk, offered to each source in claim order."""
+    """Every group under `paths`: one walk, offered to each source in claim order. A file
+    given by name that no source claims is a failed group of its own, saying so."""
     walk = walk_of(paths)
-    return [group for source in SOURCES for group in source.claim(walk)]
+    groups = [group for source in SOURCES for group in source.claim(walk)]
+    claimed = {file_identity(p) for g in groups for p in _files_of(g)}
+    for path, explicit in walk.files:
+        if explicit and file_identity(path) not in claimed:
+            groups.append(_unclaimed(path))
+    return groups
+
+
+def _files_of(group: Group) -> list[str]:
+    """The files on disk a group stands for (a log's, for the dumps inside it)."""
+    if isinstance(group, ModuleFiles):
+        # directory: a log holding dumps; directory/stem: a file already failed by name
+        found = [p for _, p in group.content_files()]
+        found += [group.directory, os.path.join(group.directory, group.stem)]
+        return found + [p for p in (group.hlo, group.xplane) if p]
+    return [group.path]
+
+
+def _unclaimed(path: str) -> ModuleFiles:
+    """A file given by name that is none of the forms bufferhouse reads."""
+    name = os.path.basename(path)
+    why = (
+        "a file XLA writes beside a module, without its buffer assignment"
+        if is_companion(name)
+        else "not a form bufferhouse reads"
+    )
+    forms = "buffer-assignment text, HloProto, XProf profile, log, device memory profile"
+    group = ModuleFiles(os.path.dirname(path), name)
+    group.problems.append(DumpError(path, 0, f"{why} (expected {forms}); not read"))
+    return group
