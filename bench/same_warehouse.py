@@ -4,9 +4,9 @@ structure changed no data (issue 37).
     python bench/same_warehouse.py BEFORE.duckdb AFTER.duckdb
 
 Keys that differ between two ingests of the same files by design are mapped to the
-identities they stand for: module_id -> modules.content_hash, event_id ->
-oom_events.event_hash, snapshot_id -> runtime_snapshots.snapshot_hash; run ids and
-ingest times are left out. Every other column of every table is compared as a
+identities they stand for (schema/kinds.py: module_id -> modules.content_hash,
+event_id -> oom_events.event_hash, snapshot_id -> runtime_snapshots.snapshot_hash);
+run ids, ingest times and hosts are left out. Every other column of every table is compared as a
 multiset of rows. Exit status 1 and a line per differing table when they differ.
 """
 
@@ -16,11 +16,10 @@ import sys
 
 import duckdb
 
-_KEYS = {
-    "module_id": ("modules", "content_hash"),
-    "event_id": ("oom_events", "event_hash"),
-    "snapshot_id": ("runtime_snapshots", "snapshot_hash"),
-}
+from bufferhouse.schema.kinds import KINDS
+
+#: Each kind's warehouse key -> (its table, its identity column).
+_KEYS = {k.id_column: (k.table.name, k.hash_column) for k in KINDS}
 _LEFT_OUT = {"run_id", "started_at", "host", "tool_version", "roots"}
 
 
@@ -37,7 +36,7 @@ def _rows(con: duckdb.DuckDBPyConnection, db: str, table: str) -> list[tuple]:
     for c in cols:
         if c in _LEFT_OUT:
             continue
-        if c in _KEYS and not (table, c) == (_KEYS[c][0], c):
+        if c in _KEYS and table != _KEYS[c][0]:
             owner, ident = _KEYS[c]
             picks.append(f'(SELECT o.{ident} FROM {db}.{owner} o WHERE o.{c} = t."{c}") AS "{c}"')
         elif c in _KEYS:
