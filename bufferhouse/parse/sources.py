@@ -62,10 +62,10 @@ def discover_all(paths: Iterable[str | os.PathLike[str]]) -> list[Group]:
     given by name that no source claims is a failed group of its own, saying so."""
     walk = walk_of(paths)
     groups = [group for source in SOURCES for group in source.claim(walk)]
-    claimed = {file_identity(p) for g in groups for p in _files_of(g)}
-    for path, explicit in walk.files:
-        if explicit and file_identity(path) not in claimed:
-            groups.append(_unclaimed(path))
+    named = [path for path, explicit in walk.files if explicit]
+    if named:  # a stat per file found: only where some were given by name
+        claimed = {file_identity(p) for g in groups for p in _files_of(g)}
+        groups += [_unclaimed(p) for p in named if file_identity(p) not in claimed]
     return groups
 
 
