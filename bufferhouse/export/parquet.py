@@ -53,7 +53,7 @@ from bufferhouse.load import (
     run_record,
 )
 from bufferhouse.load.writer import Batch, ModuleBuffer
-from bufferhouse.parse.discover import discover, discover_logs, discover_profiles
+from bufferhouse.parse.sources import discover_all
 from bufferhouse.schema import (
     MODULE_TABLES,
     SCHEMA_VERSION,
@@ -464,7 +464,7 @@ def ingest_to_parquet(
         raise ExportError(f"{root} exists and is not a directory")
     root.mkdir(parents=True, exist_ok=True)
     check_schema_version(root)
-    groups = [*discover(paths), *discover_logs(paths), *discover_profiles(paths)]
+    groups = discover_all(paths)
     writer = PartWriter(
         root,
         reserve_run(root),

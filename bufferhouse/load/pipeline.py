@@ -24,19 +24,13 @@ import duckdb
 from bufferhouse.errors import BufferhouseError, UnknownInput, WarehouseError
 from bufferhouse.load import file_stats, handoff
 from bufferhouse.load.report import IngestReport, ModuleOutcome
-from bufferhouse.load.schedule import largest_first, parser_processes, spare_threads
+from bufferhouse.load.schedule import Plan, plan
 from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
-from bufferhouse.parse.discover import (
-    LogFile,
-    ModuleFiles,
-    ProfileFile,
-    discover,
-    discover_logs,
-    discover_profiles,
-)
+from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
+from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
 from bufferhouse.schema.warehouse import (
     database_path,
@@ -96,6 +90,7 @@ def ingest_into(
     strict: bool = False,
     progress: Progress | None = None,
     rehash: bool = False,
+    run_plan: Plan | None = None,
 ) -> IngestReport:
     """The end every ingest shares, whatever the sink: run the batches, time the run."""
     report = IngestReport(
@@ -110,6 +105,7 @@ def ingest_into(
         strict=strict,
         progress=progress,
         rehash=rehash,
+        run_plan=run_plan,
     )
     report.seconds = time.monotonic() - started
     return report
@@ -139,11 +135,7 @@ def ingest_paths(
     paths = [os.fspath(p) for p in paths]
     label_pairs = parse_labels(labels)
     path = database_path(db)
-    groups: list[ModuleFiles | LogFile | ProfileFile] = [
-        *discover(paths),
-        *discover_logs(paths),
-        *discover_profiles(paths),
-    ]
+    groups: list[ModuleFiles | LogFile | ProfileFile] = discover_all(paths)
     if not groups and not os.path.exists(path):
         # Nothing to read: no empty warehouse is left behind (the CLI says nothing was found).
         return IngestReport(path, new_run_id(), seconds=time.monotonic() - started)
@@ -157,7 +149,8 @@ def ingest_paths(
         writer = ModuleWriter(
             con, run_id, label_pairs, run_row=run_record(run_id, paths, label_pairs)
         )
-        parsers = parser_processes(groups, jobs)
+        run_plan = plan(groups, jobs)
+        parsers = run_plan.parsers
         # Parsing keeps `parsers` cores busy while DuckDB inserts and commits: its threads
         # get the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes with
         # 30% less CPU than two, and no slower.
@@ -178,6 +171,7 @@ def ingest_paths(
             strict=strict,
             progress=progress,
             rehash=rehash,
+            run_plan=run_plan,
         )
         record_targets(con)  # the files beside each new module name its target
     except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
@@ -221,6 +215,7 @@ def run_batches(
     strict: bool = False,
     progress: Progress | None = None,
     rehash: bool = False,
+    run_plan: Plan | None = None,
 ) -> None:
     """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
 
@@ -238,15 +233,16 @@ def run_batches(
     handoff.remove_leftovers()
     known = writer.module_ids
     unread, groups_read, looked = _by_file_stats(groups, writer, rehash, max_bytes)
-    threads = spare_threads(groups_read, jobs)
-    jobs = parser_processes(groups_read, jobs)
+    if run_plan is None or len(groups_read) != len(groups):  # some known by their stats
+        run_plan = plan(groups_read, jobs)
+    jobs = run_plan.parsers
     if jobs == 1:
         results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes, threads=threads))
-            for g in with_programs(largest_first(groups_read))
+            (g, parse_files(g, known, max_bytes, threads=run_plan.threads))
+            for g in with_programs(run_plan.order)
         )
     elif groups_read:
-        results = parse_in_workers(groups_read, jobs, frozenset(known), max_bytes)
+        results = parse_in_workers(list(run_plan.order), jobs, frozenset(known), max_bytes)
     else:
         results = iter(())
     results = itertools.chain(unread, results)

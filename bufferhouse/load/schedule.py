@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
 from bufferhouse.parse.reader import stored_size
+
+Group = ModuleFiles | LogFile | ProfileFile
 
 #: Below this many bytes of dump files and PARALLEL_MIN_MODULES modules, the
 #: default is one process (see parser_processes).
@@ -20,10 +25,15 @@ PARALLEL_MIN_MODULES = 256
 WRITER_CORES = 1
 
 
-def parser_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
-    """How many processes parse `groups`: `jobs`, or by default one per core left by the
-    writer (one where that is fewer than two, or for small inputs: worker processes
-    take about a second to start), never more than modules.
+def parser_processes(groups: Sequence[Group], jobs: int | None) -> int:
+    """How many processes parse `groups` (plan: the same figure, from sizes it took once)."""
+    return _parsers(len(groups), sum(map(input_bytes, groups)), jobs)
+
+
+def _parsers(count: int, total_bytes: int, jobs: int | None) -> int:
+    """How many processes parse `count` groups of `total_bytes`: `jobs`, or by default one
+    per core left by the writer (one where that is fewer than two, or for small inputs:
+    worker processes take about a second to start), never more than modules.
 
     With two cores, workers cost CPU and buy no wall: the writer holds the other core.
     Measured on 2 cores, whole process tree, --jobs 1 vs 2 alternated: the ten 21 MB
@@ -32,12 +42,9 @@ def parser_processes(groups: list[ModuleFiles], jobs: int | None) -> int:
     """
     if jobs is None:
         cores = (os.cpu_count() or 1) - WRITER_CORES
-        small = (
-            len(groups) < PARALLEL_MIN_MODULES
-            and sum(map(input_bytes, groups)) < PARALLEL_MIN_BYTES
-        )
+        small = count < PARALLEL_MIN_MODULES and total_bytes < PARALLEL_MIN_BYTES
         jobs = 1 if small or cores < 2 else cores
-    return max(1, min(jobs, len(groups) or 1))
+    return max(1, min(jobs, count or 1))
 
 
 #: A module this large, parsed alone, is parsed with more threads when cores are spare
@@ -47,15 +54,48 @@ THREADS_MIN_BYTES = PARALLEL_MIN_BYTES
 MAX_THREADS = 3
 
 
-def spare_threads(groups: list[ModuleFiles], jobs: int | None) -> int:
-    """How many more threads the one parser may use on a large module (parse_module's
-    `threads`): the cores that `jobs` (by default all) grants and one parser leaves idle."""
-    if parser_processes(groups, jobs) != 1:
+def spare_threads(groups: Sequence[Group], jobs: int | None) -> int:
+    """How many more threads the one parser may use on a large module (plan.threads)."""
+    sizes = list(map(input_bytes, groups))
+    return _threads(_parsers(len(sizes), sum(sizes), jobs), max(sizes, default=0), jobs)
+
+
+def _threads(parsers: int, largest: int, jobs: int | None) -> int:
+    """parse_module's `threads`: the cores that `jobs` (by default all) grants and one
+    parser leaves idle, where the largest module is worth sharing out."""
+    if parsers != 1:
         return 0
     asked = jobs if jobs is not None else os.cpu_count() or 1
-    if asked < 2 or max(map(input_bytes, groups), default=0) < THREADS_MIN_BYTES:
+    if asked < 2 or largest < THREADS_MIN_BYTES:
         return 0
     return min(asked - 1, MAX_THREADS)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The run, planned once from the groups discovery found: the order they are parsed
+    and written in (largest first), about how many bytes each holds, how many processes
+    parse them and how many more threads one parser may use. Each file is stat'ed once."""
+
+    order: tuple[Group, ...]
+    sizes: tuple[int, ...]
+    parsers: int
+    threads: int
+
+
+def plan(groups: Sequence[Group], jobs: int | None) -> Plan:
+    """Plan the run of `groups` with `jobs` parser processes (None: the default)."""
+    programs = Counter(g.xplane for g in groups if isinstance(g, ModuleFiles) and g.xplane)
+    sized = [(input_bytes(g, programs), g) for g in groups]
+    sized.sort(key=lambda pair: pair[0], reverse=True)  # stable: ties keep input order
+    sizes = tuple(size for size, _ in sized)
+    parsers = _parsers(len(sizes), sum(sizes), jobs)
+    return Plan(
+        order=tuple(g for _, g in sized),
+        sizes=sizes,
+        parsers=parsers,
+        threads=_threads(parsers, max(sizes, default=0), jobs),
+    )
 
 
 def largest_first(groups: list[ModuleFiles]) -> list[ModuleFiles]:
@@ -70,21 +110,26 @@ def largest_first(groups: list[ModuleFiles]) -> list[ModuleFiles]:
     return sorted(groups, key=input_bytes, reverse=True)
 
 
-def input_bytes(group: ModuleFiles | LogFile | ProfileFile) -> int:
+def input_bytes(group: Group, programs: Counter[str] | None = None) -> int:
     """About how many bytes of text a module's dump files hold (0 for any it cannot stat),
-    or a log scanned for OOM messages (a tenth: it is searched, not parsed)."""
-    total = 0
+    or a log scanned for OOM messages (a tenth: it is searched, not parsed).
+
+    An HloProto counts its bytes (it was counted as 0, so a proto-only tree was planned
+    as an empty one); a program of an XProf profile its share of the profile's bytes
+    (`programs`: how many of the run's groups read that profile; by default one)."""
     if isinstance(group, LogFile):
-        with contextlib.suppress(OSError):
-            size = os.path.getsize(group.path)
-            total = (size * 8 if group.path.endswith(".gz") else size) // 10
-        return total
+        return _stat(group.path) // 10
     if isinstance(group, ProfileFile):  # a few kB to a few MB, read in one go
-        with contextlib.suppress(OSError):
-            total = os.path.getsize(group.path)
-        return total
-    for _, path in group.dump_files():
-        with contextlib.suppress(OSError):
-            size = stored_size(path)
-            total += size * 8 if path.endswith(".gz") else size  # gz: about 8x text
-    return total
+        return _stat(group.path, gz_factor=1)
+    if group.xplane is not None:
+        return _stat(group.xplane) // max(1, (programs or {}).get(group.xplane, 1))
+    return sum(_stat(path) for _, path in group.content_files())
+
+
+def _stat(path: str, gz_factor: int = 8) -> int:
+    """The bytes of `path` (a .gz: about `gz_factor` times the stored ones), 0 where it
+    cannot be stat'ed."""
+    with contextlib.suppress(OSError):
+        size = stored_size(path)
+        return size * gz_factor if path.endswith(".gz") else size
+    return 0

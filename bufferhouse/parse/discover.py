@@ -16,18 +16,12 @@ their first bytes.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bufferhouse.errors import DumpError
-from bufferhouse.parse.reader import (
-    READ_ERRORS,
-    describe,
-    log_members,
-    open_dump,
-    require_regular,
-    unreadable,
-)
+from bufferhouse.parse.reader import READ_ERRORS, log_members, open_dump, unreadable
+from bufferhouse.parse.walk import Walk, file_identity, walk_paths
 
 #: File-name suffix (without .gz) -> role of the file in its module.
 SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -36,6 +30,27 @@ SUFFIXES: tuple[tuple[str, str], ...] = (
     ("-live-range.txt", "live_range"),
     ("-memory-usage-report.txt", "usage_report"),
 )
+
+#: Files XLA writes beside a module that carry no buffer assignment, by the end of their
+#: name (without .gz): known for what they are, so none is taken for a module, a log or a
+#: device memory profile, nor sniffed. libtpu's two copies of the optimized module around
+#: buffer assignment hold no BufferAssignmentProto (the one that does is
+#: `<stem>.hlo.pb` of the `after_optimizations` stage); `-memory-usage-report.pb`
+#: (MemoryUsageReportProto) is a truncated list of the top entries of the text report,
+#: which is read instead (docs/discovery.md).
+COMPANION_SUFFIXES: tuple[str, ...] = (
+    "_after_buffer_assignment.hlo.pb",
+    "_before_buffer_assignment.hlo.pb",
+    ".after_codegen.hlo.pb",
+    ".after_codegen.txt",
+    "-memory-usage-report.pb",
+    ".tpu_comp_env.txt",
+    ".sparse_core_specific_metadata.txt",
+    ".transfer_stats.txt",
+    ".riegeli",
+)
+#: The files of the per-module folder (`<stem>/`) of today's XLA, by their whole name.
+COMPANION_NAMES: frozenset[str] = frozenset({"topology.pb", "module.mlir", "compile_options.pb"})
 
 _MAGIC = b"BufferAssignment:"
 
@@ -85,13 +100,26 @@ class ModuleFiles:
 
 
 def _role_of(name: str) -> tuple[str, str] | None:
+    """(role, stem) of a file XLA names: a role of ModuleFiles, or "companion" for a file
+    beside a module that holds none of its buffer assignment."""
     base = name[:-3] if name.endswith(".gz") else name
+    if base in COMPANION_NAMES:
+        return "companion", ""
+    for suffix in COMPANION_SUFFIXES:
+        if base.endswith(suffix):
+            return "companion", base[: -len(suffix)]
     for suffix, role in SUFFIXES:
         if base.endswith(suffix):
             return role, base[: -len(suffix)]
     if base.endswith(".hlo.pb"):
         return "proto", base[: -len(".hlo.pb")]
     return None
+
+
+def is_companion(name: str) -> bool:
+    """A file XLA writes beside a module that holds none of its buffer assignment."""
+    role_stem = _role_of(name)
+    return role_stem is not None and role_stem[0] == "companion"
 
 
 def _is_xplane(name: str) -> bool:
@@ -127,70 +155,6 @@ def _read_here(name: str) -> bool:
     return _role_of(name) is not None or base.endswith((*LOG_SUFFIXES, ".pb"))
 
 
-def _walk(
-    root: str, seen: set[tuple[int, int]], problems: list[DumpError] | None = None
-) -> Iterator[str]:
-    """All files under root, following directory links once (symlink loops end).
-
-    Depth-first with a stack of its own, not recursion: a tree thousands of directories
-    deep is walked (issue 31: RecursionError). A directory that cannot be listed, and
-    a FIFO, socket or device with a name discovery reads, are added to `problems`
-    (never opened: a FIFO would block discovery forever)."""
-    stack: list[Iterator[os.DirEntry[str]]] = []
-
-    def enter(path: str) -> None:
-        try:
-            st = os.stat(path)
-        except OSError:
-            return
-        key = (st.st_dev, st.st_ino)
-        if key in seen:
-            return
-        seen.add(key)
-        try:
-            with os.scandir(path) as it:
-                entries = sorted(it, key=lambda e: e.name)
-        except OSError as exc:
-            if problems is not None:
-                problems.append(DumpError(path, 0, f"cannot list directory: {describe(exc)}"))
-            return
-        stack.append(iter(entries))
-
-    enter(root)
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        try:
-            if entry.is_dir(follow_symlinks=True):
-                enter(entry.path)
-                continue
-            is_file = entry.is_file(follow_symlinks=True)
-            exists = is_file or os.path.exists(entry.path)
-        except OSError:  # e.g. a link that points at itself
-            is_file, exists = False, False
-        if is_file or (entry.is_symlink() and not exists):
-            # Links to nothing are yielded too: if the name is a dump's, reading it
-            # fails with a message naming it instead of the module vanishing silently.
-            yield entry.path
-        elif exists and problems is not None and _read_here(entry.name):
-            try:
-                require_regular(entry.path)
-            except OSError as exc:
-                problems.append(unreadable(entry.path, exc))
-
-
-def _identity(path: str) -> object:
-    """The file a path names, whichever link led to it: one stat, where realpath
-    took one per directory of the path (a third of finding 3,500 files)."""
-    try:
-        st = os.stat(path)
-    except OSError:  # a dangling link: its name is all there is
-        return os.path.realpath(path)
-    return (st.st_dev, st.st_ino)
-
-
 def _siblings(path: str) -> list[str]:
     """The other files of the module of a dump file given by itself (a split set's
     -buffer-assignment.txt: its values and live-range files are beside it)."""
@@ -207,35 +171,37 @@ def _siblings(path: str) -> list[str]:
     return found
 
 
+def walk_of(paths: Iterable[str | os.PathLike[str]]) -> Walk:
+    """The one walk of `paths` (parse/walk.py) with discovery's own rules for names."""
+    return walk_paths(paths, _read_here, _siblings)
+
+
 def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
-    """Group every dump file under `paths` into modules, in a stable order.
+    """Group every dump file under `paths` into modules, in a stable order."""
+    return dump_groups(walk_of(paths))
+
+
+def dump_groups(walk: Walk) -> list[ModuleFiles]:
+    """Group every dump file of `walk` into modules, in a stable order.
 
     A path may be a directory (searched recursively), a dump file, or a .gz of
-    one (with the other files of its module beside it). A path that does not exist is reported as a module-level problem, not
-    raised, so the rest of the batch still loads.
+    one (with the other files of its module beside it). A path that does not exist is
+    reported as a module-level problem, not raised, so the rest of the batch still loads.
     """
     groups: dict[tuple[str, str], ModuleFiles] = {}
     missing: list[ModuleFiles] = []
-    candidates: list[tuple[str, bool]] = []  # (path, given explicitly)
-    seen_dirs: set[tuple[int, int]] = set()
-    problems: list[DumpError] = []
-    for raw in paths:
-        path = os.path.abspath(os.fspath(raw))
-        if os.path.isdir(path):
-            candidates.extend((p, False) for p in _walk(path, seen_dirs, problems))
-        elif os.path.exists(path):
-            candidates.append((path, True))
-            candidates.extend((p, False) for p in _siblings(path))
-        else:
-            mf = ModuleFiles(os.path.dirname(path), os.path.basename(path))
-            mf.problems.append(DumpError(path, 0, "no such file or directory"))
-            missing.append(mf)
+    for path in walk.missing:
+        mf = ModuleFiles(os.path.dirname(path), os.path.basename(path))
+        mf.problems.append(DumpError(path, 0, "no such file or directory"))
+        missing.append(mf)
+    candidates = walk.files
+    problems: list[DumpError] = list(walk.problems)
 
     hlo_names: dict[str, set[str]] = {}
     log_hlo: dict[tuple[str, str], str] = {}  # (log, stem) -> member path of its HLO
     seen_files: set[object] = set()
     for path, explicit in candidates:
-        real = _identity(path)
+        real = file_identity(path)
         if real in seen_files:
             continue
         seen_files.add(real)
@@ -271,6 +237,8 @@ def discover(paths: Iterable[str | os.PathLike[str]]) -> list[ModuleFiles]:
             )
         else:
             role, stem = role_stem
+            if role == "companion":
+                continue
         mf = groups.setdefault((directory, stem), ModuleFiles(directory, stem))
         if getattr(mf, role) is not None:
             # foo.txt and foo.txt.gz side by side: prefer the plain file, say so.
@@ -396,6 +364,11 @@ def _xla_named(name: str) -> bool:
 
 
 def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
+    """Every file under `paths` that may hold OOM messages (log_groups)."""
+    return log_groups(walk_of(paths))
+
+
+def log_groups(walk: Walk) -> list[LogFile]:
     """Every file under `paths` that may hold OOM messages, in a stable order.
 
     In directories: `.log`, `.txt`, `.out`, `.err` files, plain or .gz, but for
@@ -408,40 +381,31 @@ def discover_logs(paths: Iterable[str | os.PathLike[str]]) -> list[LogFile]:
     took two parser processes instead of one with threads).
     """
     logs: list[LogFile] = []
-    seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[object] = set()
-    for raw in paths:
-        path = os.path.abspath(os.fspath(raw))
-        if os.path.isdir(path):
-            found = [(p, False) for p in _walk(path, seen_dirs)]
-        elif os.path.exists(path):
-            found = [(path, True)]
-        else:
+    for candidate, explicit in walk.files:
+        name = os.path.basename(candidate)
+        base = name[:-3] if name.endswith(".gz") else name
+        if (
+            base.endswith(".pb")
+            or (explicit and _role_of(name) is not None)
+            or (not explicit and (not base.endswith(LOG_SUFFIXES) or _xla_named(name)))
+        ):
+            continue  # protos are binary; XLA's own dump files hold no messages
+        if not os.path.isfile(candidate):
+            continue
+        real = file_identity(candidate)
+        if real in seen_files or _is_profile(candidate, explicit):
+            continue  # a device memory profile: discover_profiles has it
+        seen_files.add(real)
+        try:
+            other_use = (
+                _role_of(name) is not None
+                or _looks_like_buffer_assignment(candidate)
+                or (not candidate.endswith(".gz") and _looks_like_log(candidate))
+            )
+        except DumpError:
             continue  # discover() reports it
-        for candidate, explicit in found:
-            name = os.path.basename(candidate)
-            base = name[:-3] if name.endswith(".gz") else name
-            if (
-                base.endswith(".pb")
-                or (explicit and _role_of(name) is not None)
-                or (not explicit and (not base.endswith(LOG_SUFFIXES) or _xla_named(name)))
-            ):
-                continue  # protos are binary; XLA's own dump files hold no messages
-            if not os.path.isfile(candidate):
-                continue
-            real = _identity(candidate)
-            if real in seen_files or _is_profile(candidate, explicit):
-                continue  # a device memory profile: discover_profiles has it
-            seen_files.add(real)
-            try:
-                other_use = (
-                    _role_of(name) is not None
-                    or _looks_like_buffer_assignment(candidate)
-                    or (not candidate.endswith(".gz") and _looks_like_log(candidate))
-                )
-            except DumpError:
-                continue  # discover() reports it
-            logs.append(LogFile(candidate, explicit=explicit and not other_use))
+        logs.append(LogFile(candidate, explicit=explicit and not other_use))
     return sorted(logs, key=lambda log: log.path)
 
 
@@ -474,6 +438,11 @@ class ProfileFile:
 
 
 def discover_profiles(paths: Iterable[str | os.PathLike[str]]) -> list[ProfileFile]:
+    """Every device memory profile under `paths` (profile_groups)."""
+    return profile_groups(walk_of(paths))
+
+
+def profile_groups(walk: Walk) -> list[ProfileFile]:
     """Every device memory profile under `paths`, whatever its name, in a stable order.
 
     Each file that is not one of XLA's dump files (by name) is sniffed: gzip data
@@ -482,25 +451,16 @@ def discover_profiles(paths: Iterable[str | os.PathLike[str]]) -> list[ProfileFi
     from bufferhouse.parse.pprof import looks_like_profile
 
     found: list[ProfileFile] = []
-    seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[object] = set()
-    for raw in paths:
-        path = os.path.abspath(os.fspath(raw))
-        if os.path.isdir(path):
-            candidates = [(p, False) for p in _walk(path, seen_dirs)]
-        elif os.path.isfile(path):
-            candidates = [(path, True)]
-        else:
-            continue  # discover() reports it
-        for candidate, explicit in candidates:
-            name = os.path.basename(candidate)
-            if _role_of(name) is not None or _is_xplane(name) or not os.path.isfile(candidate):
-                continue
-            real = _identity(candidate)
-            if real in seen_files or not looks_like_profile(candidate, explicit):
-                continue
-            seen_files.add(real)
-            found.append(ProfileFile(candidate, explicit=explicit))
+    for candidate, explicit in walk.files:
+        name = os.path.basename(candidate)
+        if _role_of(name) is not None or _is_xplane(name) or not os.path.isfile(candidate):
+            continue
+        real = file_identity(candidate)
+        if real in seen_files or not looks_like_profile(candidate, explicit):
+            continue
+        seen_files.add(real)
+        found.append(ProfileFile(candidate, explicit=explicit))
     return sorted(found, key=lambda p: p.path)
 
 
@@ -515,6 +475,8 @@ def _add_log_members(
                 log_hlo[(log, name[: -len(".txt")])] = member
             continue
         role, stem = role_stem
+        if role == "companion":
+            continue
         mf = groups.setdefault((log, stem), ModuleFiles(log, stem))
         if getattr(mf, role) is None:
             setattr(mf, role, member)
