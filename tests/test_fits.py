@@ -25,7 +25,7 @@ def sweep_db(tmp_path_factory):
                 [directory], db=db, jobs=1, labels={"topology": target, key: value}
             )
             if report.failed:  # the jax 0.12 text reader (page N) is issue 36 item 1's
-                pytest.skip(f"the jax 0.12 text dumps do not load here: {report.failed[0]}")
+                pytest.skip(f"the jax 0.12 text dumps do not load here: {report.failed[0].error}")
     loaded = bufferhouse.sql("SELECT count(*) AS n FROM modules", db=db).to_pylist()[0]["n"]
     if loaded == 0:
         pytest.skip("the jax 0.12 text dumps do not load here (page attribute: issue 36 item 1)")

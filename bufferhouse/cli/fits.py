@@ -31,7 +31,7 @@ def failures(rows: list[dict]) -> list[dict]:
 
 
 def describe(row: dict) -> str:
-    where = f"{row['program']} [{row['labels']}] {row['size_value']}"
+    where = f"{row['program_name']} [{row['labels']}] {row['size_value']}"
     if row["kind"] == "oom":
         return f"{where}: compile-time OOM (required {human_bytes(row['peak_bytes'])})"
     if row["capacity_bytes"] is None or row["peak_bytes"] is None:
@@ -65,7 +65,7 @@ def fits_command(db, size, label, capacity, min_headroom, fmt, output) -> None:
     """
     headroom = parse_headroom(min_headroom)
     table = bufferhouse.query(
-        "fits", db, size=size, label=label, capacity=capacity, min_headroom=headroom
+        "fits", db, swept=size, label=label, capacity=capacity, min_headroom=headroom
     )
     emit(table, fmt, output)
     rows = table.to_pylist()

@@ -1,10 +1,10 @@
 -- name: fits
 -- description: Will it fit: per program, label set and swept size, the compile's peak against its target's capacity (or its compile-time OOM), the headroom, and per label set the largest size that fits, the smallest that does not, and the limit a line fitted through the compiles predicts, with its held-out error.
--- param size VARCHAR = 'batch': The label key that was swept (its values must be numbers).
+-- param swept VARCHAR = 'batch': The label key that was swept (its values must be numbers).
 -- param label VARCHAR = NULL: Only modules and OOM events with this `key=value` label; NULL for all.
 -- param capacity VARCHAR = NULL: Capacity to judge by instead of the target's, e.g. 16GiB, 80GB or bytes (K, M, G, T and KiB... are powers of 1024; KB, MB... of 1000).
 -- param min_headroom DOUBLE >= 0 = 0: Percent of the capacity that must stay free for a size to fit.
--- column program: Module name (modules.module_name), or the program an OOM names.
+-- column program_name: Module name (modules.module_name), or the program an OOM names.
 -- column labels: The other labels of the compile, `k=v` joined by commas (the size key left out): one sweep.
 -- column size_value: The swept label's value.
 -- column kind: compile (a module was ingested) or oom (the compile failed: an OOM event with these labels).
@@ -21,7 +21,7 @@
 -- column heldout_error_pct: The line's worst error on a compile left out of the fit (each fitting compile in turn; needs 3), in percent of that compile's peak.
 -- column dominant_category: At the largest fitting size, the allocation category (temp, parameter, output, ...) of memory space 0 holding the most bytes.
 -- note: The peak is one device's (an SPMD program's share). Generated code is not in the dump and not added. On TPU the compiler fails a program that does not fit (E1000: kind oom); XLA:GPU compiles anything, so on GPU fits is this comparison alone. A line through the compiles predicts the limit only where the program's memory grows linearly with the size: the held-out error says how well it did on the sweep (docs/fits.md).
--- example: bufferhouse query fits --param size=batch --param min_headroom=10
+-- example: bufferhouse query fits --param swept=batch --param min_headroom=10
 WITH capacity_param AS (
   SELECT
     CASE
@@ -47,7 +47,10 @@ WITH capacity_param AS (
             ELSE 1.0
           END AS BIGINT
         )
-      ELSE error('fits: capacity wants a size like 16GiB, 80GB or 1000000, got ' || $capacity)
+      ELSE error(
+        'fits: capacity wants a size like 16GiB, 80GB or 1000000, got '
+        || $capacity
+      )
     END AS bytes
 ),
 module_rows AS (
@@ -62,16 +65,18 @@ module_rows AS (
     (
       SELECT string_agg(l.key || '=' || l.value, ',' ORDER BY l.key, l.value)
       FROM labels AS l
-      WHERE l.module_id = m.module_id AND l.key <> $size
+      WHERE l.module_id = m.module_id AND l.key <> $swept
     ) AS labels
   FROM modules AS m
   JOIN labels AS s
-    ON s.module_id = m.module_id AND s.key = $size
+    ON s.module_id = m.module_id AND s.key = $swept
   LEFT JOIN module_targets AS t
     ON t.module_id = m.module_id
   WHERE
     $label IS NULL
-    OR m.module_id IN (SELECT module_id FROM labels WHERE key || '=' || value = $label)
+    OR m.module_id IN (
+      SELECT module_id FROM labels WHERE key || '=' || value = $label
+    )
 ),
 oom_rows AS (
   SELECT
@@ -79,33 +84,42 @@ oom_rows AS (
     e.program_name AS program,
     s.value AS size_value,
     TRY_CAST(s.value AS DOUBLE) AS size_number,
-    coalesce(e.used_bytes, e.requested_bytes, e.total_usage_bytes) AS peak_bytes,
+    coalesce(e.used_bytes, e.requested_bytes, e.total_usage_bytes)
+      AS peak_bytes,
     e.capacity_bytes AS oom_capacity,
     (
       SELECT string_agg(l.key || '=' || l.value, ',' ORDER BY l.key, l.value)
       FROM oom_labels AS l
-      WHERE l.event_id = e.event_id AND l.key <> $size
+      WHERE l.event_id = e.event_id AND l.key <> $swept
     ) AS labels
   FROM oom_events AS e
   JOIN oom_labels AS s
-    ON s.event_id = e.event_id AND s.key = $size
+    ON s.event_id = e.event_id AND s.key = $swept
   WHERE
     $label IS NULL
-    OR e.event_id IN (SELECT event_id FROM oom_labels WHERE key || '=' || value = $label)
+    OR e.event_id IN (
+      SELECT event_id FROM oom_labels WHERE key || '=' || value = $label
+    )
 ),
 judged AS (
   SELECT
-    r.module_id, r.program, r.labels, r.size_value, r.size_number, 'compile' AS kind,
+    r.module_id, r.program, r.labels, r.size_value, r.size_number,
+    'compile' AS kind,
     r.peak_bytes,
     coalesce(p.bytes, r.target_capacity) AS capacity_bytes,
-    CASE WHEN p.bytes IS NOT NULL THEN 'param' ELSE r.target_source END AS capacity_source
+    CASE WHEN p.bytes IS NOT NULL THEN 'param' ELSE r.target_source END
+      AS capacity_source
   FROM module_rows AS r
   CROSS JOIN capacity_param AS p
   UNION ALL
   SELECT
-    NULL, o.program, o.labels, o.size_value, o.size_number, 'oom', o.peak_bytes,
+    NULL, o.program, o.labels, o.size_value, o.size_number, 'oom',
+    o.peak_bytes,
     coalesce(p.bytes, o.oom_capacity),
-    CASE WHEN p.bytes IS NOT NULL THEN 'param' WHEN o.oom_capacity IS NOT NULL THEN 'oom' END
+    CASE
+      WHEN p.bytes IS NOT NULL THEN 'param'
+      WHEN o.oom_capacity IS NOT NULL THEN 'oom'
+    END
   FROM oom_rows AS o
   CROSS JOIN capacity_param AS p
 ),
@@ -118,7 +132,8 @@ verdicts AS (
     kind = 'compile'
     AND capacity_bytes IS NOT NULL
     AND peak_bytes IS NOT NULL
-    AND (capacity_bytes - peak_bytes) * 100.0 >= $min_headroom * capacity_bytes AS fits
+    AND (capacity_bytes - peak_bytes) * 100.0
+      >= $min_headroom * capacity_bytes AS fits
   FROM judged
 ),
 sweeps AS (
@@ -143,8 +158,8 @@ sweeps AS (
   GROUP BY program, labels
 ),
 held_out AS (
-  -- each fitting compile left out of the line in turn: the sums without it give the
-  -- line of the others, which predicts its peak
+  -- each fitting compile left out of the line in turn: the sums without
+  -- it give the line of the others, which predicts its peak
   SELECT
     v.program,
     v.labels,
@@ -176,7 +191,9 @@ held_out AS (
     ) * 100 AS heldout_error_pct
   FROM verdicts AS v
   JOIN sweeps AS s
-    ON s.program IS NOT DISTINCT FROM v.program AND s.labels IS NOT DISTINCT FROM v.labels
+    ON
+      s.program IS NOT DISTINCT FROM v.program
+      AND s.labels IS NOT DISTINCT FROM v.labels
   WHERE v.fits AND s.n >= 3
   GROUP BY v.program, v.labels
 ),
@@ -184,7 +201,9 @@ at_limit AS (
   SELECT v.program, v.labels, v.module_id
   FROM verdicts AS v
   JOIN sweeps AS s
-    ON s.program IS NOT DISTINCT FROM v.program AND s.labels IS NOT DISTINCT FROM v.labels
+    ON
+      s.program IS NOT DISTINCT FROM v.program
+      AND s.labels IS NOT DISTINCT FROM v.labels
   WHERE v.fits AND v.size_number = s.largest_fitting
 ),
 categories AS (
@@ -200,7 +219,7 @@ categories AS (
   GROUP BY l.program, l.labels, a.category
 )
 SELECT
-  v.program,
+  v.program AS program_name,
   v.labels,
   v.size_value,
   v.kind,
@@ -214,16 +233,23 @@ SELECT
   s.smallest_failing,
   CASE WHEN s.n >= 2 THEN round(s.slope, 3) END AS bytes_per_unit,
   CASE WHEN s.n >= 2 THEN CAST(
-    floor((s.capacity * (1 - $min_headroom / 100.0) - s.intercept) / nullif(s.slope, 0))
+    floor(
+      (s.capacity * (1 - $min_headroom / 100.0) - s.intercept)
+      / nullif(s.slope, 0)
+    )
     AS BIGINT
   ) END AS predicted_limit,
   round(h.heldout_error_pct, 2) AS heldout_error_pct,
   c.category AS dominant_category
 FROM verdicts AS v
 LEFT JOIN sweeps AS s
-  ON s.program IS NOT DISTINCT FROM v.program AND s.labels IS NOT DISTINCT FROM v.labels
+  ON
+    s.program IS NOT DISTINCT FROM v.program
+    AND s.labels IS NOT DISTINCT FROM v.labels
 LEFT JOIN held_out AS h
-  ON h.program IS NOT DISTINCT FROM v.program AND h.labels IS NOT DISTINCT FROM v.labels
+  ON
+    h.program IS NOT DISTINCT FROM v.program
+    AND h.labels IS NOT DISTINCT FROM v.labels
 LEFT JOIN categories AS c
   ON
     c.program IS NOT DISTINCT FROM v.program
