@@ -104,3 +104,30 @@ def test_the_predicted_limit_against_the_compile_at_it():
         err = (c["predicted_need_bytes"] - c["compiled_need_bytes"]) / c["compiled_need_bytes"]
         assert 0 <= err < 0.07  # the line errs on the safe side
     assert "E1000" in checks["v6e:1x1"]["compile_error"]  # v6e: the line does not hold
+
+
+def test_the_gate_exit_codes(tmp_path):
+    """bufferhouse fits --min-headroom: 0 when every chosen compile fits with the headroom,
+    1 when one does not or cannot be judged, 2 for a usage error (as diff --fail-above).
+    On a module that loads everywhere (the runtime fixture's jit_step, CPU: no target
+    file, so the capacity is given)."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "g.duckdb"
+    dumps = Path(__file__).parent / "data" / "runtime" / "run" / "dumps"
+    bufferhouse.ingest([dumps], db=db, jobs=1, labels={"batch": "8"})
+    (row,) = bufferhouse.query("fits", db=db, capacity="1GiB").to_pylist()
+    peak = row["peak_bytes"]
+    assert peak and row["capacity_source"] == "param" and row["fits"]
+
+    def gate(*args: str) -> int:
+        cmd = [sys.executable, "-m", "bufferhouse.cli", "fits", "--db", str(db), *args]
+        return subprocess.run(cmd, capture_output=True, text=True).returncode
+
+    roomy = f"{peak * 2}"  # half free
+    assert gate("--capacity", roomy, "--min-headroom", "10%") == 0
+    assert gate("--capacity", roomy, "--min-headroom", "60%") == 1
+    assert gate("--capacity", str(peak - 1)) == 1
+    assert gate("--min-headroom", "10%") == 1  # no capacity known: never passes
+    assert gate("--min-headroom", "ten") == 2
