@@ -56,6 +56,7 @@ GPU_DEVICES = {
 #: bufferhouse reads for memory, and what names the target.
 KEEP = (
     r"-buffer-assignment\.txt$",
+    r"-buffer-assignment-values\.txt$",
     r"-live-range\.txt$",
     r"_after_optimizations\.txt$|\.after_optimizations\.txt$",
     r"\.target_arguments\.txt$",

@@ -67,6 +67,8 @@ UNSUPPORTED = {
     ("recompiles", "bigquery"): "NULLS LAST",
     ("oom-events", "bigquery"): "NULLS LAST",
     ("oom-culprits", "bigquery"): "NULLS LAST",
+    ("fits", "postgres"): "error()",
+    ("fits", "bigquery"): "NULLS LAST",
 }
 
 

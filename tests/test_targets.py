@@ -112,3 +112,25 @@ def test_the_sweep_helper_compiles_dumps_and_keeps_the_e1000(tmp_path, monkeypat
     assert "E1000: CompileTimeHbmOom" in big.error
     assert (Path(big.directory) / "compile-oom.log").exists()
     assert _target(Path(small.directory)).device_kind == "TPU v5 lite"
+
+
+def test_device_budget_takes_the_step_not_a_jax_helper(tmp_path):
+    """A run whose helper program (jit__multi_slice, compiled for a slice of a device_put
+    array) has a transient as large as the step's: the step is taken, and named. (The
+    helper is the step's dump under a helper's name: equal transients, so the old rule,
+    largest then first by name, took the helper.)"""
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "runtime" / "run", run)
+    for path in list((run / "dumps").glob("module_0000.jit_step.*")):
+        helper = path.name.replace("module_0000.jit_step.", "module_0001.jit__multi_slice.")
+        shutil.copy(path, run / "dumps" / helper)
+    db = tmp_path / "b.duckdb"
+    bufferhouse.ingest([run], db=db, jobs=1)
+    names = bufferhouse.sql("SELECT module_name FROM modules ORDER BY 1", db=db).to_pylist()
+    assert [r["module_name"] for r in names] == ["jit__multi_slice", "jit_step"]
+    rows = bufferhouse.query("device-budget", db=db, snapshot="after.prof").to_pylist()
+    assert rows and {r["transient_module"] for r in rows} == {"jit_step"}
+    helper = bufferhouse.query(
+        "device-budget", db=db, snapshot="after.prof", module="jit__multi_slice"
+    ).to_pylist()
+    assert {r["transient_module"] for r in helper} == {"jit__multi_slice"}  # named: taken

@@ -28,6 +28,7 @@ COMMANDS = {
     "attach": "export:attach_command",
     "check": "check:check_command",
     "diff": "diff:diff_command",
+    "fits": "fits:fits_command",
 }
 
 

@@ -8,8 +8,8 @@
 -- column device: Device as the profile names it.
 -- column live_bytes: Bytes of its live buffers in the snapshot (parameters, optimizer state, caches: all that is alive).
 -- column array_count: Its live buffers.
--- column transient_bytes: The largest, over the modules counted, of the bytes a run of the module allocates beside its arguments: allocations of category temp and output (non-aliased outputs) in memory space 0; NULL without modules.
--- column transient_module: The module with that transient (module_name; ties: the first by name, then module_id).
+-- column transient_bytes: The transient of transient_module: the bytes a run of the module allocates beside its arguments: allocations of category temp and output (non-aliased outputs) in memory space 0; NULL without modules.
+-- column transient_module: The module whose transient is counted: the largest transient of the modules that are not jax helpers (a name starting jit__, e.g. jit__multi_slice: what jax compiles for device_put, slicing and resharding), of a helper only when no other module is counted; ties: the first by name, then module_id.
 -- column need_bytes: live_bytes + transient_bytes: what the device holds while that module runs once more.
 -- column capacity_bytes: The capacity given, in bytes.
 -- column headroom_bytes: capacity_bytes - need_bytes; negative: short by that much.
@@ -86,7 +86,11 @@ largest AS (
     transient_bytes,
     row_number() OVER (
       PARTITION BY snapshot_id
-      ORDER BY transient_bytes DESC, module_name, module_id
+      -- a jax helper (jit__multi_slice, the jit__ programs of device_put and
+      -- friends) is taken only when the run compiled nothing else
+      ORDER BY
+        coalesce(module_name, '') LIKE 'jit\_\_%' ESCAPE '\',
+        transient_bytes DESC, module_name, module_id
     ) AS nth
   FROM transients
 ),
