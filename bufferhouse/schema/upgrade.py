@@ -224,6 +224,21 @@ def _add_file_stats(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(statement)
 
 
+def _add_targets_and_error_codes(con: duckdb.DuckDBPyConnection) -> None:
+    """12 -> 13: module_targets (each module's chip and capacity, empty for modules
+    loaded before: re-ingest their dumps for it), oom_events.error_code and error_name
+    (NULL before), and the derived rows again: heap_peak_buffers lists each indefinite
+    allocation once in every form (issue 40)."""
+    from bufferhouse.schema import create_statements
+    from bufferhouse.schema.derive import derive_all
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new table
+        con.execute(statement)
+    for column in ("error_code", "error_name"):
+        con.execute(f"ALTER TABLE oom_events ADD COLUMN IF NOT EXISTS {column} VARCHAR")
+    derive_all(con)
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 UPGRADES = {
     1: _renumber_modules,
@@ -237,6 +252,7 @@ UPGRADES = {
     9: _add_unknown_input_columns,
     10: _add_xla_temp_bytes,
     11: _add_file_stats,
+    12: _add_targets_and_error_codes,
 }
 
 
