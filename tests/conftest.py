@@ -171,7 +171,7 @@ def event_keyed(table: pa.Table, db: Path | str) -> pa.Table:
             key = keys if name == "event_id" else snapshots
             ids = [None if e is None else key[e] for e in table.column(i).to_pylist()]
             table = table.set_column(i, name, pa.array(ids, pa.string()))
-        elif name == "path":
+        elif name in ("path", "directory"):
             root = str(DATA) + "/"
             paths = [p if p is None else p.removeprefix(root) for p in table.column(i).to_pylist()]
             table = table.set_column(i, name, pa.array(paths, pa.string()))

@@ -190,6 +190,7 @@ _REFUSED = {
     ],
     ("INTEGER", ">= 1"): [("0", "from 1 to 2147483647, got 0"), ("x", "wants an integer")],
     ("VARCHAR", ""): [],
+    ("BOOLEAN", ""): [("maybe", "wants true or false")],
     ("VARCHAR", "in"): [("nope", "wants one of")],
 }
 

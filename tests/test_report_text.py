@@ -94,7 +94,7 @@ def test_hidden_characters_in_names_are_shown_as_code_points(hidden_db, tmp_path
     for c in HIDDEN_CHARS:
         assert c not in text, f"U+{ord(c):04X} reached the page raw"
     # marked up in the page's own text, as plain text in the charts and attributes
-    assert '<h2>jit_evil<span class="cp" title="U+202E right-to-left override">' in text
+    assert '<h2>jit_<wbr>evil<span class="cp" title="U+202E right-to-left override">' in text
     assert "&lt;U+202E&gt;gpj.exe" in text
     assert any("jit_zero&lt;U+200B&gt;width" in t for t in _svg_texts(text))
     assert "Content-Security-Policy" in text and "default-src 'none'" in text

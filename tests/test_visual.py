@@ -419,7 +419,9 @@ def test_cli_plots_and_report(fleet_db, tmp_path):
         main, ["report", "-o", str(tmp_path / "r.html"), "--db", str(fleet_db), "--modules", "1"]
     )
     assert result.exit_code == 0, result.output
-    assert re.search(r"wrote .*r\.html \(.*\): \d+ compiles \(\d+ modules\), 1 module sections", result.stderr)
+    assert re.search(
+        r"wrote .*r\.html \(.*\): \d+ compiles \(\d+ modules\), 1 module sections", result.stderr
+    )
 
 
 # -------------------------------------------------------------------- report

@@ -32,6 +32,7 @@ from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 
 from bufferhouse import queries
 from bufferhouse.errors import QueryError
+from bufferhouse.queries.helpers import HELPER_NAME, HELPER_PARAMS, helper_body
 
 DIALECTS: tuple[str, ...] = ("spark", "trino", "bigquery", "postgres")
 
@@ -138,7 +139,22 @@ def _inline_selector(tree: exp.Expression) -> exp.Expression:
 
         return exp.Paren(this=body.copy().transform(argument))
 
-    return tree.transform(fn)
+    tree = tree.transform(fn)
+    helper = sqlglot.parse_one(helper_body(), read="duckdb")
+
+    def helper_fn(node: exp.Expression) -> exp.Expression:
+        if not (isinstance(node, exp.Anonymous) and node.name.lower() == HELPER_NAME):
+            return node
+        (argument,) = node.expressions
+
+        def put(part: exp.Expression) -> exp.Expression:
+            if isinstance(part, exp.Column) and not part.table and part.name == HELPER_PARAMS[0]:
+                return argument.copy()
+            return part
+
+        return exp.Paren(this=helper.copy().transform(put))
+
+    return tree.transform(helper_fn)
 
 
 def _rewrite(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:

@@ -67,6 +67,7 @@ import duckdb
 import pyarrow as pa
 
 from bufferhouse.errors import QueryError
+from bufferhouse.queries.helpers import HELPER_NAME, helper_macro_sql
 from bufferhouse.queries.selector import (
     MODULE_SELECTOR,
     SELECTOR_BODY,
@@ -410,6 +411,16 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(selector_macro_sql())
+        con.execute(helper_macro_sql())
+        con.execute(
+            f"COMMENT ON MACRO {HELPER_NAME} IS "
+            + sql_string(
+                "True when module_name is one of jax's helper programs: jit__<private "
+                "function> or jit_<lax primitive> (eager op-by-op dispatch); the rule is "
+                "bufferhouse/queries/helpers.py's. Usage: SELECT * FROM modules WHERE "
+                f"NOT {HELPER_NAME}(module_name)"
+            )
+        )
         con.execute(
             f"COMMENT ON MACRO {SELECTOR_NAME} IS "
             + sql_string(
@@ -450,6 +461,7 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
     definitions it was written for, whichever release installed the file's.
     """
     con.execute(selector_macro_sql(temp=True))
+    con.execute(helper_macro_sql(temp=True))
     for v in views():
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
@@ -558,6 +570,16 @@ def markdown_reference() -> str:
         "```sql",
         f"SELECT * FROM modules WHERE {SELECTOR_NAME}('jit_train_step', module_name, file_stem,"
         " module_id, content_hash)",
+        "```",
+        "",
+        f"`{HELPER_NAME}(module_name)`: true when the module is one of jax's helper programs "
+        "(`jit__<private function>` such as `jit__normal`, or `jit_<lax primitive>` from eager "
+        "op-by-op dispatch such as `jit_convert_element_type`; the rule and its limits: "
+        "`bufferhouse/queries/helpers.py`, docs/pictures.md). `top-modules` and `recompiles` "
+        "leave them out with `helpers := false`; the report does:",
+        "",
+        "```sql",
+        f"SELECT module_name, heap_peak_bytes FROM modules WHERE NOT {HELPER_NAME}(module_name)",
         "```",
         "",
     ]

@@ -40,9 +40,9 @@ picked AS (
         THEN NULL
       WHEN w.key IS NULL AND count(r.snapshot_id) = 0
         THEN error(
-          'live-growth: the warehouse holds one snapshot, so there is no earlier one '
-          || 'to compare it with; ingest a second profile, or name both: '
-          || '--param before=... --param after=...'
+          'live-growth: the warehouse holds one snapshot, so there is no '
+          || 'earlier one to compare it with; ingest a second profile, or '
+          || 'name both: --param before=... --param after=...'
         )
       WHEN count(r.snapshot_id) = 0
         THEN error('live-growth: no snapshot matches ''' || w.key || '''')

@@ -3,6 +3,7 @@
 -- param top INTEGER >= 0 = 20: How many modules.
 -- param peak VARCHAR in (heap, logical, total, xla) = 'heap': Which figure to rank by: heap, logical, total or xla.
 -- param label VARCHAR = NULL: Only modules with this `key=value` label; NULL for all.
+-- param helpers BOOLEAN = TRUE: Include jax's helper programs (jit__normal, jit_convert_element_type ...: the macro bh_is_helper); false leaves them out.
 -- column rank: 1 for the largest; NULL where the chosen figure is unknown (such modules are listed after the ranked ones, never ranked).
 -- column module_id: Module identity.
 -- column module_name: Module name (jit name).
@@ -33,6 +34,7 @@ WITH ranked AS (
   WHERE
     -- one compile, counted once, whichever forms carried it
     module_id IN (SELECT primary_module_id FROM compile_modules)
+    AND ($helpers OR NOT bh_is_helper(module_name))
     AND (
       $label IS NULL
       OR module_id IN (

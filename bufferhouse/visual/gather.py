@@ -67,6 +67,9 @@ class ReportData:
     fragmentation: list[dict]
     recompiles: list[dict]
     sections: list[ModuleSection]
+    #: Compiles in scope that are jax's helper programs (bh_is_helper), left out of the
+    #: top modules and recompiles.
+    helper_count: int = 0
     changes: list[dict] | None = None
     changes_note: str | None = None
     notes: list[str] = field(default_factory=list)
@@ -119,7 +122,8 @@ def gather(
             + (", ".join(r[0] for r in present) or "none")
         )
     scope = _compiles(con, modules)
-    top_modules = _rows(con, "top-modules", top=top, label=label)
+    # jax's helper programs (bh_is_helper) are left out of the rankings, and counted
+    top_modules = _rows(con, "top-modules", top=top, label=label, helpers=False)
     refs = module_refs(con, [r["module_id"] for r in top_modules])
     for r in top_modules:
         r["hash_prefix"] = refs[r["module_id"]].hash_prefix
@@ -131,6 +135,8 @@ def gather(
     for r in top_modules + padding + fragmentation:
         ref = refs.get(r["module_id"]) or named[r["module_id"]]
         r["module"] = f"{ref.module_name} \u00b7 {ref.hash_prefix}"
+        r["labels"] = ref.labels
+    _directories(con, top_modules)
     data = ReportData(
         db=db,
         label=label,
@@ -147,7 +153,8 @@ def gather(
         memory_spaces=_memory_spaces(con, scope),
         padding=padding,
         fragmentation=fragmentation,
-        recompiles=_rows(con, "recompiles", label=label)[:rows],
+        recompiles=_rows(con, "recompiles", label=label, helpers=False)[:rows],
+        helper_count=_helpers(con, scope),
         sections=[_section(con, refs[r["module_id"]], rows) for r in top_modules[:sections]],
     )
     _oom(con, data, label, rows)
@@ -155,6 +162,28 @@ def gather(
     if baseline is not None:
         data.changes, data.changes_note = _changes(con, db, label, baseline)
     return data
+
+
+def _helpers(con: duckdb.DuckDBPyConnection, scope: set[int]) -> int:
+    return con.execute(
+        "SELECT count(*) FROM modules WHERE module_id IN (SELECT unnest($ids)) "
+        "AND bh_is_helper(module_name)",
+        {"ids": sorted(scope)},
+    ).fetchall()[0][0]
+
+
+def _directories(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> None:
+    """Each row's dump directory: what tells two configurations of one program apart."""
+    ids = [r["module_id"] for r in rows]
+    found = dict(
+        con.execute(
+            "SELECT module_id, regexp_extract(paths[1], '^(.*)/', 1) FROM modules "
+            "WHERE module_id IN (SELECT unnest($ids))",
+            {"ids": ids},
+        ).fetchall()
+    )
+    for r in rows:
+        r["directory"] = found.get(r["module_id"])
 
 
 def _compiles(con: duckdb.DuckDBPyConnection, modules: list[dict]) -> set[int]:

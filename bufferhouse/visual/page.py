@@ -61,7 +61,12 @@ def _t(text: object) -> str:
         name = unicodedata.name(c, "control character").lower()
         return f'<span class="cp" title="{_code_point(c)} {name}">&lt;{_code_point(c)}&gt;</span>'
 
-    return HIDDEN.sub(mark, html.escape("" if text is None else str(text), quote=True))
+    text = HIDDEN.sub(mark, html.escape("" if text is None else str(text), quote=True))
+    # a long name breaks after _ . / (jit_decode_step), not mid-word
+    return _BREAKS.sub(lambda m: m.group() + "<wbr>", text)
+
+
+_BREAKS = re.compile(r"(?<=[^\s<>])[_./](?=[^\s<>&])")
 
 
 def _bytes_cell(n: int | None, signed: bool = False) -> str:
@@ -226,6 +231,12 @@ def _overview_section(data: ReportData) -> list[str]:
 def _top_modules_part(data: ReportData) -> list[str]:
     parts: list[str] = []
     parts.append("<h3>Top modules by heap peak</h3>")
+    if data.helper_count:
+        parts.append(
+            f'<p class="note">{data.helper_count:,} of jax\'s helper programs (jit__normal, '
+            "jit_convert_element_type ...: <code>bh_is_helper</code>, docs/pictures.md) are "
+            "left out here and from the recompiles.</p>"
+        )
     if data.top_modules:
         parts.append(
             _chart(
@@ -241,6 +252,8 @@ def _top_modules_part(data: ReportData) -> list[str]:
             [
                 ("rank", "#", "int"),
                 ("module", "module \u00b7 hash", "code"),
+                ("directory", "directory", "code"),
+                ("labels", "labels", "code"),
                 ("backend", "backend", "text"),
                 ("heap_peak_bytes", "heap peak", "bytes"),
                 ("logical_peak_bytes", "logical peak", "bytes"),
@@ -337,12 +350,16 @@ def _waste_part(data: ReportData) -> list[str]:
             data.fragmentation,
         )
     )
-    parts.append("<h3>Recompiles</h3><p class=note>Jit names compiled into several modules.</p>")
+    parts.append(
+        "<h3>Recompiles</h3><p class=note>Jit names compiled into several modules within one "
+        "dump directory (one process); the same name in two directories is two runs.</p>"
+    )
     parts.append(
         _table(
             "recompiles",
             [
                 ("module_name", "module", "code"),
+                ("directory", "directory", "code"),
                 ("modules", "modules", "int"),
                 ("distinct_contents", "distinct dumps", "int"),
                 ("module_numbers", "module numbers", "list"),
