@@ -723,8 +723,9 @@ def test_the_report_has_an_oom_section_when_there_are_events(oom_db, tmp_path, s
     page = written.path.read_text()
     assert '<section id="oom">' in page and 'href="#oom"' in page
     assert 'data-table="oom-culprits"' in page
+    shown = page.replace("<wbr>", "")  # names may break after '/', '_' or '.'
     for r in culprits:
-        assert html.escape(r["op_name"], quote=True) in page
+        assert html.escape(r["op_name"], quote=True) in shown
     # without events, no section
     plain = visual.write_report(tmp_path / "p.html", db=samples_db)
     assert plain.data.oom_events == [] and '<section id="oom">' not in plain.path.read_text()

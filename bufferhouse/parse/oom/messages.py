@@ -76,9 +76,16 @@ def parse_event(lines: list[str], first_number: int, at_eof: bool) -> Event | No
     first = lines[0].rsplit("\r", 1)[-1]  # a progress bar's carriage return before it
     prefix, rest = detect(first)
     kind = start_kind(rest) or _fragment_kind(lines, first)
-    if kind is None:
+    if kind is None or (kind == "tpu_cut" and prefix.logged_as_info()):
+        # libtpu logs "Total hbm usage >= ..." at INFO after every compile that fits
+        # (TPU_STDERR_LOG_LEVEL=0): the same summary, but no out-of-memory event
         return None
     ev = _parse_kind(kind, Lines(lines, first_number, at_eof, prefix), rest, first_number)
+    if kind == "tpu_cut" and not ev.buffers:
+        # libtpu's memory summary of a compile that fit (TPU_STDERR_LOG_LEVEL=0 prints
+        # "Total hbm usage >= ..." and the program requirements after every compile):
+        # a cut excerpt of an OOM holds its largest allocations, this none
+        return None
     read_code(ev, rest)
     return ev
 

@@ -75,6 +75,11 @@ class Prefix:
             pos = m.end()
         return line[pos:], True
 
+    def logged_as_info(self) -> bool:
+        """The line came through glog at INFO severity (`I1207 08:24:59.83 ... file.cc:N]`):
+        libtpu's summary of a compile that fit, never an error's text."""
+        return any(_KINDS[i][0] == "glog" and text.startswith("I") for i, text in self.kinds)
+
 
 def _foreign(line: str, index: int) -> bool:
     _kind, pattern, literal = _KINDS[index]
