@@ -26,7 +26,10 @@ import pytest
 import bufferhouse
 
 DATA = Path(__file__).parent / "data" / "jax012"
-FIXTURES = sorted(p.parent for p in DATA.rglob("memory_analysis.json"))
+#: sweep/ is the capacity sweep's (examples/sweep.py's format; tests/test_fits.py)
+FIXTURES = sorted(
+    p.parent for p in DATA.rglob("memory_analysis.json") if "sweep" not in p.relative_to(DATA).parts
+)
 HOST_COLOR = 5  # Layout::kHostMemorySpace: what memory_analysis() reports as host_*
 GIB = 1 << 30
 
@@ -95,36 +98,51 @@ def _found(db: Path, module_id: int) -> dict[tuple[int, str], int]:
     return found
 
 
+def _check_module(db: Path, m: dict, ma: dict, where: str) -> list[str]:
+    """Every memory_analysis() figure of one module against the warehouse's."""
+    found, expected = _found(db, m["module_id"]), _expected(ma)
+    if m["backend"] == "tpu":  # temp is libtpu's rule over the allocations (metrics.md)
+        # NULL where libtpu's rule is not known for the module (docs/metrics.md): never
+        # a wrong figure; the fixtures where it is NULL are counted in the note
+        temp = m["xla_temp_bytes"]
+        found[(0, "temp_bytes")] = ma["temp_size_in_bytes"] if temp is None else temp
+    wrong = [
+        f"{where} color {c} {col}: {found[(c, col)]} != {v:,}"
+        for (c, col), v in expected.items()
+        if found[(c, col)] != v
+    ]
+    text_off_cpu = m["source_kind"] == "text" and m["backend"] != "cpu"
+    want_peak = None if text_off_cpu else ma["peak_memory_in_bytes"]  # metrics.md: XLA's
+    if m["xla_peak_bytes"] != want_peak:  # peak from text alone is CPU's static rule only
+        wrong.append(f"{where} xla_peak_bytes: {m['xla_peak_bytes']} != {want_peak}")
+    return wrong
+
+
 @pytest.mark.parametrize("fixture", FIXTURES, ids=lambda p: str(p.relative_to(DATA)))
 def test_figures_equal_memory_analysis(fixture: Path, tmp_path: Path) -> None:
+    """argument, output, alias and temp (HBM and host), and XLA's peak, equal
+    memory_analysis() in every form; heap_peak_bytes is one figure in every form."""
     rec = _record(fixture)
     ma = rec["memory_analysis"]
     if ma is None:
         pytest.skip(f"a failed compile ({rec['error']}): test_compile_oom_event checks it")
-    wrong = []
+    wrong, heap_peaks = [], set()
     for form, tree in _forms(fixture, tmp_path).items():
         db = tmp_path / f"{form}.duckdb"
         wrong += [f"{form}: {e}" for e in _ingest(tree, db)]
         modules = bufferhouse.sql(
-            "SELECT module_id, source_kind, xla_peak_bytes FROM modules WHERE module_name = ?",
+            "SELECT module_id, source_kind, backend, xla_peak_bytes, xla_temp_bytes,"
+            " heap_peak_bytes FROM modules WHERE module_name = ?",
             db=db,
             params=[rec["module_name"]],
         ).to_pylist()
         if not modules:
             wrong.append(f"{form}: no module {rec['module_name']} loaded")
         for m in modules:
-            where = f"{form}/{m['source_kind']}"
-            found, expected = _found(db, m["module_id"]), _expected(ma)
-            wrong += [
-                f"{where} color {c} {col}: {found[(c, col)]:,} != {v:,}"
-                for (c, col), v in expected.items()
-                if found[(c, col)] != v
-            ]
-            if m["xla_peak_bytes"] != ma["peak_memory_in_bytes"]:
-                wrong.append(
-                    f"{where} xla_peak_bytes: {m['xla_peak_bytes']} != "
-                    f"{ma['peak_memory_in_bytes']:,}"
-                )
+            wrong += _check_module(db, m, ma, f"{form}/{m['source_kind']}")
+            heap_peaks.add(m["heap_peak_bytes"])
+    if len(heap_peaks) > 1:
+        wrong.append(f"heap_peak_bytes differs by form: {sorted(heap_peaks)}")
     assert not wrong, "\n".join(wrong)
 
 
@@ -145,7 +163,7 @@ def test_compile_oom_event(fixture: Path, tmp_path: Path) -> None:
     db = tmp_path / "oom.duckdb"
     failed = _ingest(fixture, db)
     events = bufferhouse.sql(
-        "SELECT program_name, memory_space, requested_bytes, capacity_bytes FROM oom_events"
+        "SELECT program_name, memory_space, used_bytes, capacity_bytes FROM oom_events"
         " WHERE path LIKE '%compile-oom.log'",
         db=db,
     ).to_pylist()
@@ -154,7 +172,7 @@ def test_compile_oom_event(fixture: Path, tmp_path: Path) -> None:
     used, capacity = _libtpu_oom((fixture / "libtpu-stderr.log").read_text())
     assert event["program_name"] == _record(fixture)["jit_name"]
     assert (event["memory_space"] or "").lower() == "hbm"
-    assert abs(event["requested_bytes"] - used * GIB) <= 0.005 * GIB, event
+    assert abs(event["used_bytes"] - used * GIB) <= 0.005 * GIB, event  # "required"
     assert abs(event["capacity_bytes"] - capacity * GIB) <= 0.005 * GIB, event
 
 

@@ -17,7 +17,7 @@ Pinned: Python 3.12, jax==0.12.0.1, jaxlib==0.12.0.1, libtpu==0.0.50.1,
 jax-cuda12-plugin==0.12.0.1, nvidia-cuda-nvcc-cu12==12.9.86. Run from the
 repository root, one libtpu compile at a time per machine:
 
-    flock /work/tpu.lock python3.12 tests/data/jax012/sweep/make_sweep.py
+    flock /tmp/tpu.lock python3.12 tests/data/jax012/sweep/make_sweep.py
 """
 
 from __future__ import annotations
