@@ -167,11 +167,13 @@ def _unused_proto(exc: DumpError) -> DumpError:
     """A proto that cannot be read beside a text dump: the warning the module carries."""
     if isinstance(exc, proto.NoBufferAssignment):
         return exc
+    return _unused_form(exc, "text dump")
+
+
+def _unused_form(exc: DumpError, kept: str) -> DumpError:
+    """One form of a compile that cannot be read, as the warning of the form kept."""
     return DumpError(
-        exc.path,
-        exc.line,
-        f"{exc.message} (the text dump beside it is loaded without it)",
-        exc.text,
+        exc.path, exc.line, f"{exc.message} (the {kept} beside it is loaded without it)", exc.text
     )
 
 
@@ -290,7 +292,15 @@ def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
             files.problems.append(_unused_proto(exc))
     if not dump_files:
         return from_proto
-    text = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
+    try:
+        text = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
+    except DumpError as exc:
+        if from_proto is None:
+            raise
+        # The proto beside it is a module of its own: it lands, the text's error (file,
+        # line, what was expected) is its warning (a failing text used to fail both).
+        files.problems.append(_unused_form(exc, "proto"))
+        return from_proto
     if from_proto is None:
         return text
     return proto.combine_text_and_proto(text, from_proto, files.proto)
