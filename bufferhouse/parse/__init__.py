@@ -15,6 +15,7 @@ compiled kernels of `text.native` and hands anything unusual to the line reader
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -103,6 +104,9 @@ class ParseResult:
     events: LogEvents | None = None
     #: A device memory profile's snapshot (status "snapshot").
     snapshot: SnapshotTables | None = None
+    #: A second module from the same group: the proto beside a text dump of another
+    #: compile (their assignments differ), with the files it was read from.
+    companion: tuple[ModuleFiles, ParseResult] | None = None
 
 
 def parse_profile(profile: ProfileFile, max_bytes: int | None = None) -> ParseResult:
@@ -222,6 +226,8 @@ def parse_files(
     try:
         with memory.system_allocator():  # derive too: see memory.py
             reading = _read(files, identity, accelerate, threads)
+            if isinstance(reading, _Split):
+                return _split(files, reading, max_bytes)
             if reading is None:
                 assert files.problems
                 return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
@@ -264,7 +270,9 @@ def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
     return Identity(digest, digest, len(data), program_data=data)
 
 
-def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int) -> Reading | None:
+def _read(
+    files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
+) -> Reading | _Split | None:
     """The module's reading from its forms: a profile's program, or a text dump, a proto
     or both side by side. None when the only form is an HloProto without a buffer
     assignment (its problem recorded in files.problems)."""
@@ -303,7 +311,62 @@ def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
         return from_proto
     if from_proto is None:
         return text
+    why = proto.different_compiles(text, from_proto)
+    if why is not None:
+        return _Split(text, from_proto, why)
     return proto.combine_text_and_proto(text, from_proto, files.proto)
+
+
+@dataclass
+class _Split:
+    """A text dump and a proto of one stem whose assignments differ: two compiles."""
+
+    text: Reading
+    proto: Reading
+    why: str
+
+
+def _split(files: ModuleFiles, split: _Split, max_bytes: int | None) -> ParseResult:
+    """Two modules from one group: the text dump's and the proto's, each with the identity
+    and origin it has alone, and a warning naming both files."""
+    assert files.proto is not None
+    text_files = dataclasses.replace(files, proto=None, problems=list(files.problems))
+    proto_files = dataclasses.replace(
+        files,
+        buffer_assignment=None,
+        values=None,
+        live_range=None,
+        usage_report=None,
+        problems=[],
+    )
+    note = (
+        f"{files.buffer_assignment} and {files.proto} share a stem but not their assignments"
+        f" ({split.why}): not one compile, loaded as two modules"
+    )
+    results = []
+    for part, reading, path in (
+        (text_files, split.text, files.buffer_assignment),
+        (proto_files, split.proto, files.proto),
+    ):
+        identity = _identify(part, max_bytes)
+        reading.warnings.append(DumpError(path, 0, note))
+        derived = derive(
+            reading, _origin(part, reading, identity.content_hash, identity.bytes_read)
+        )
+        tables = _check_fits(derived)
+        warnings = [*part.problems, *derived.warnings]
+        results.append(
+            ParseResult(
+                "parsed",
+                identity.content_hash,
+                identity.bytes_read,
+                derived.row.as_dict(),
+                tables,
+                warnings,
+            )
+        )
+    results[0].companion = (proto_files, results[1])
+    return results[0]
 
 
 def _check_fits(derived: Derived) -> dict[str, pa.Table]:
