@@ -86,8 +86,21 @@ ingest.__signature__ = inspect.signature(
 )
 
 
-def connect(db: str | os.PathLike[str] | None = None, *, read_only: bool = True, wait: float = 0.0):
-    """A DuckDB connection to the warehouse (read-only unless asked)."""
+def connect(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = True,
+    wait: float = 0.0,
+    allow_files: bool = False,
+):
+    """A DuckDB connection to the warehouse (read-only unless asked).
+
+    A read-only connection is sealed as `sql` is (an instance of its own, external
+    access off, configuration locked): the warehouse's views and macros cannot read
+    or write files, whatever the file says. `allow_files=True`, or a writable
+    connection, opens it as the duckdb shell does."""
+    if read_only and not allow_files:
+        return connect_sealed(db, wait=wait)
     return _connect(db, read_only=read_only, wait=wait)
 
 

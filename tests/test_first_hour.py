@@ -172,7 +172,7 @@ def test_the_notebook_pattern_with_a_connection_open(samples_db, tmp_path):
     working and unsealed, and every later sealed call works (any number of them)."""
     mine = tmp_path / "mine.csv"
     mine.write_text("a\n1\n")
-    con = bufferhouse.connect(samples_db)
+    con = bufferhouse.connect(samples_db, allow_files=True)  # to read a file of one's own
     other = bufferhouse.connect(samples_db)
     try:
         for _ in range(2):

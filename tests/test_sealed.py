@@ -218,8 +218,26 @@ def test_a_views_warehouse_over_a_url_reads_only_that_url(tmp_path):
 def test_sealed_uses_do_not_touch_other_connections(samples_db):
     """Each sealed use is a DuckDB instance of its own: a connection the caller holds
     keeps its configuration, and sql then query in one process both run."""
-    with bufferhouse.connect(samples_db) as mine:
+    with bufferhouse.connect(samples_db, allow_files=True) as mine:
         assert bufferhouse.sql("SELECT count(*) AS n FROM modules", samples_db)["n"][0].as_py() == 5
         assert bufferhouse.query("top-modules", samples_db).num_rows == 5
         (external,) = mine.sql("SELECT current_setting('enable_external_access')").fetchall()[0]
     assert external is True
+
+
+def test_connect_runs_a_crafted_view_without_file_access(samples_db, tmp_path):
+    """A warehouse whose view reads /etc/hostname: bufferhouse.connect() (read-only, the
+    documented API) is sealed, so the view fails with DuckDB's permission error instead
+    of returning the file (issue 41 item 6); allow_files=True opens it as the shell does."""
+    import shutil
+
+    crafted = tmp_path / "crafted.duckdb"
+    shutil.copy(samples_db, crafted)
+    with duckdb.connect(str(crafted)) as con:
+        con.execute("CREATE VIEW hostname AS SELECT content FROM read_text('/etc/hostname')")
+    with bufferhouse.connect(crafted) as con, pytest.raises(duckdb.PermissionException):
+        con.execute("SELECT * FROM hostname").fetchall()
+    with bufferhouse.connect(crafted) as con:
+        assert con.execute("SELECT count(*) FROM modules").fetchone() == (5,)
+    with bufferhouse.connect(crafted, allow_files=True) as con:
+        assert con.execute("SELECT count(*) FROM hostname").fetchone() == (1,)

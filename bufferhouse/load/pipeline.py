@@ -15,7 +15,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -282,7 +282,7 @@ def run_batches(
 
     with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
         try:
-            for files, result in results:
+            for files, result in _with_companions(results):
                 if isinstance(files, ModuleFiles):
                     # A profile program's HloProto: a worker parsed its own copy of it
                     # (parse_files lets go of the one it parses itself).
@@ -354,6 +354,18 @@ def _record_files(
         writer.record_files(
             file_stats.record_row(looked, result.content_hash, result.bytes_read, writer.run_id)
         )
+
+
+def _with_companions(
+    results: Iterable[tuple[ModuleFiles, ParseResult]],
+) -> Iterator[tuple[ModuleFiles, ParseResult]]:
+    """Each result, then the second module its group held (a proto of another compile
+    beside a text dump: parse._split), as a result of its own."""
+    for files, result in results:
+        yield files, result
+        if result.companion is not None:
+            other, result.companion = result.companion, None
+            yield other
 
 
 def _stage(

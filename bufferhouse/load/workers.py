@@ -93,8 +93,9 @@ def _follow(parent: int) -> None:
 
 def _work(files: ModuleFiles) -> ParseResult:
     result = parse_files(files, _known, _max_bytes)
-    if result.tables is not None:
-        result.tables = handoff.ship(result.tables, _handoff)
+    for r in (result, *([result.companion[1]] if result.companion else [])):
+        if r.tables is not None:
+            r.tables = handoff.ship(r.tables, _handoff)
     return result
 
 
@@ -133,8 +134,9 @@ def parse_in_workers(
         )
 
     def received(result: ParseResult) -> ParseResult:
-        if result.tables is not None:
-            result.tables = handoff.receive(result.tables)
+        for r in (result, *([result.companion[1]] if result.companion else [])):
+            if r.tables is not None:
+                r.tables = handoff.receive(r.tables)
         return result
 
     pool = new_pool(jobs)

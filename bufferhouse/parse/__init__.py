@@ -15,6 +15,7 @@ compiled kernels of `text.native` and hands anything unusual to the line reader
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -103,6 +104,9 @@ class ParseResult:
     events: LogEvents | None = None
     #: A device memory profile's snapshot (status "snapshot").
     snapshot: SnapshotTables | None = None
+    #: A second module from the same group: the proto beside a text dump of another
+    #: compile (their assignments differ), with the files it was read from.
+    companion: tuple[ModuleFiles, ParseResult] | None = None
 
 
 def parse_profile(profile: ProfileFile, max_bytes: int | None = None) -> ParseResult:
@@ -167,11 +171,13 @@ def _unused_proto(exc: DumpError) -> DumpError:
     """A proto that cannot be read beside a text dump: the warning the module carries."""
     if isinstance(exc, proto.NoBufferAssignment):
         return exc
+    return _unused_form(exc, "text dump")
+
+
+def _unused_form(exc: DumpError, kept: str) -> DumpError:
+    """One form of a compile that cannot be read, as the warning of the form kept."""
     return DumpError(
-        exc.path,
-        exc.line,
-        f"{exc.message} (the text dump beside it is loaded without it)",
-        exc.text,
+        exc.path, exc.line, f"{exc.message} (the {kept} beside it is loaded without it)", exc.text
     )
 
 
@@ -220,6 +226,8 @@ def parse_files(
     try:
         with memory.system_allocator():  # derive too: see memory.py
             reading = _read(files, identity, accelerate, threads)
+            if isinstance(reading, _Split):
+                return _split(files, reading, max_bytes)
             if reading is None:
                 assert files.problems
                 return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
@@ -263,7 +271,9 @@ def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
     return Identity(digest, digest, len(data), program_data=data)
 
 
-def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int) -> Reading | None:
+def _read(
+    files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
+) -> Reading | _Split | None:
     """The module's reading from its forms: a profile's program, or a text dump, a proto
     or both side by side. None when the only form is an HloProto without a buffer
     assignment (its problem recorded in files.problems)."""
@@ -291,10 +301,74 @@ def _read(files: ModuleFiles, identity: Identity, accelerate: bool, threads: int
             files.problems.append(_unused_proto(exc))
     if not dump_files:
         return from_proto
-    text = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
+    try:
+        text = parse_module(dump_files, files.hlo, accelerate=accelerate, threads=threads)
+    except DumpError as exc:
+        if from_proto is None:
+            raise
+        # The proto beside it is a module of its own: it lands, the text's error (file,
+        # line, what was expected) is its warning (a failing text used to fail both).
+        files.problems.append(_unused_form(exc, "proto"))
+        return from_proto
     if from_proto is None:
         return text
+    why = proto.different_compiles(text, from_proto)
+    if why is not None:
+        return _Split(text, from_proto, why)
     return proto.combine_text_and_proto(text, from_proto, files.proto)
+
+
+@dataclass
+class _Split:
+    """A text dump and a proto of one stem whose assignments differ: two compiles."""
+
+    text: Reading
+    proto: Reading
+    why: str
+
+
+def _split(files: ModuleFiles, split: _Split, max_bytes: int | None) -> ParseResult:
+    """Two modules from one group: the text dump's and the proto's, each with the identity
+    and origin it has alone, and a warning naming both files."""
+    assert files.proto is not None
+    text_files = dataclasses.replace(files, proto=None, problems=list(files.problems))
+    proto_files = dataclasses.replace(
+        files,
+        buffer_assignment=None,
+        values=None,
+        live_range=None,
+        usage_report=None,
+        problems=[],
+    )
+    note = (
+        f"{files.buffer_assignment} and {files.proto} share a stem but not their assignments"
+        f" ({split.why}): not one compile, loaded as two modules"
+    )
+    results = []
+    for part, reading, path in (
+        (text_files, split.text, files.buffer_assignment),
+        (proto_files, split.proto, files.proto),
+    ):
+        identity = _identify(part, max_bytes)
+        reading.warnings.append(DumpError(path, 0, note))
+        derived = derive(
+            reading, _origin(part, reading, identity.content_hash, identity.bytes_read)
+        )
+        row = derived.row.as_dict()
+        tables = _check_fits(derived, row)
+        warnings = [*part.problems, *derived.warnings]
+        results.append(
+            ParseResult(
+                "parsed",
+                identity.content_hash,
+                identity.bytes_read,
+                row,
+                tables,
+                warnings,
+            )
+        )
+    results[0].companion = (proto_files, results[1])
+    return results[0]
 
 
 def _check_fits(derived: Derived, row: dict) -> dict[str, pa.Table]:

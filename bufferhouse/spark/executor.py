@@ -14,7 +14,7 @@ from bufferhouse.export.dataset import table_schema
 from bufferhouse.export.parquet import PartWriter, reserve_run
 from bufferhouse.load import parse_labels
 from bufferhouse.load.writer import with_module_id
-from bufferhouse.parse import parse_files, with_programs
+from bufferhouse.parse import ParseResult, parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES_BY_NAME, Table
 from bufferhouse.schema.derive import derived_tables
@@ -46,6 +46,12 @@ def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Itera
     same content parsed twice gets two ids, and the readers keep one copy.
     """
     result = parse_files(files, known)
+    yield from _result_rows(result)
+    if result.companion is not None:  # a proto of another compile beside the text
+        yield from _result_rows(result.companion[1])
+
+
+def _result_rows(result: ParseResult) -> Iterator[dict]:
     if result.status == "skipped":  # an HloProto without buffer assignment: not a module
         return
     if result.status == "failed":
@@ -187,19 +193,23 @@ def write_batches(
             if writer is None:
                 writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
             result = parse_files(files, writer.module_ids)
-            module_id = None
-            message = None
-            if result.status == "skipped":
-                message = result.error.describe() if result.error else None
-            elif result.status == "failed":
-                writer.add_failure(result.error)
-                message = result.error.describe() if result.error else None
-            elif result.status == "present":
-                module_id = writer.add_labels(result.content_hash)
-            else:
-                module_id = writer.add(result.module_row, result.tables, result.warnings)
-                result.status = "loaded"
-            out.append((writer.run_id, files.stem, result.status, module_id, message))
+            parts = [(files, result)]
+            if result.companion is not None:  # a proto of another compile beside the text
+                parts.append(result.companion)
+            for part, result in parts:
+                module_id = None
+                message = None
+                if result.status == "skipped":
+                    message = result.error.describe() if result.error else None
+                elif result.status == "failed":
+                    writer.add_failure(result.error)
+                    message = result.error.describe() if result.error else None
+                elif result.status == "present":
+                    module_id = writer.add_labels(result.content_hash)
+                else:
+                    module_id = writer.add(result.module_row, result.tables, result.warnings)
+                    result.status = "loaded"
+                out.append((writer.run_id, part.stem, result.status, module_id, message))
             if writer.full:
                 writer.flush()
         if writer is not None:

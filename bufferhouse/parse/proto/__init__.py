@@ -39,6 +39,7 @@ __all__ = [
     "RATIO",
     "NoBufferAssignment",
     "combine_text_and_proto",
+    "different_compiles",
     "parse_proto_file",
     "parse_xplane_program",
     "read_proto_bytes",
@@ -105,6 +106,27 @@ def _parse(proto, where: str, form: str = "proto") -> Reading:
         return parse_hlo_proto(proto, where, form)
     except ColumnOverflow as exc:
         raise ParseError(where, 0, f"a number does not fit its warehouse column: {exc}") from None
+
+
+def different_compiles(text: Reading, proto: Reading) -> str | None:
+    """Why a text dump and a proto side by side are not one compile, or None.
+
+    They are one compile when their assignments agree: the same values (id,
+    instruction, ShapeIndex), each in the same allocation, and as many allocations. A
+    size or offset that differs beside that is a disagreement of one compile's forms
+    (a warning, combine_text_and_proto); another program renamed to the same stem
+    differs in its values or where they sit."""
+    for table, keys in (
+        ("hlo_values", ["value_id", "instruction", "shape_index"]),
+        ("assignments", ["value_id", "allocation_index"]),
+        ("allocations", ["allocation_index"]),
+    ):
+        diff = _first_difference(
+            text.tables[table].select(keys), proto.tables[table].select(keys), keys
+        )
+        if diff:
+            return f"{table}: {diff}"
+    return None
 
 
 def combine_text_and_proto(text: Reading, proto: Reading, proto_path: str) -> Reading:
