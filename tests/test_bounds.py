@@ -48,15 +48,16 @@ def bomb_profile(path: Path, field_mib: int) -> Path:
 
 
 _RSS = """
-import json, resource, sys
+import json, sys
 from bufferhouse.parse.pprof import read_file
 try:
     read_file(sys.argv[1])
     outcome = "read"
 except Exception as exc:
     outcome = f"{type(exc).__name__}: {exc}"
-print(json.dumps({"rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  "outcome": outcome}))
+# VmHWM, this process's own peak: ru_maxrss keeps the pre-exec peak of the forked parent
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"rss_mb": int(hwm.split()[1]) / 1024, "outcome": outcome}))
 """
 
 

@@ -191,6 +191,12 @@ _REFUSED = {
     ("INTEGER", ">= 1"): [("0", "from 1 to 2147483647, got 0"), ("x", "wants an integer")],
     ("VARCHAR", ""): [],
     ("BOOLEAN", ""): [("maybe", "wants true or false")],
+    ("DOUBLE", ">= 0"): [
+        ("-5", "wants a finite number at least 0, got -5.0"),
+        ("nan", "wants a finite number at least 0, got nan"),
+        ("1e999", "wants a finite number at least 0, got inf"),
+        ("x", "wants a number, got 'x'"),
+    ],
     ("VARCHAR", "in"): [("nope", "wants one of")],
 }
 

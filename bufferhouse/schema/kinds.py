@@ -16,6 +16,7 @@ from bufferhouse.schema.tables import (
     DERIVED_TABLES,
     LABELS,
     MODULE_TABLES,
+    MODULE_TARGETS,
     MODULES,
     OOM_BUFFERS,
     OOM_EVENTS,
@@ -47,8 +48,15 @@ class Kind:
         return (self.table, self.labels, *self.children)
 
 
+#: module_targets is filled after its modules land (load/targets.py), from the files
+#: beside them; it is keyed and deduplicated by the module like the rest.
 MODULE = Kind(
-    "module", MODULES, "module_id", "content_hash", LABELS, (*MODULE_TABLES, *DERIVED_TABLES)
+    "module",
+    MODULES,
+    "module_id",
+    "content_hash",
+    LABELS,
+    (*MODULE_TABLES, *DERIVED_TABLES, MODULE_TARGETS),
 )
 OOM_EVENT = Kind("OOM event", OOM_EVENTS, "event_id", "event_hash", OOM_LABELS, (OOM_BUFFERS,))
 RUNTIME_SNAPSHOT = Kind(
