@@ -35,13 +35,21 @@ def main() -> None:
         "XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
         " --xla_dump_hlo_module_re=jit_step",
     }
-    out = subprocess.run([sys.executable, "-c", PROGRAM], env=env, check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", PROGRAM], env=env, check=True, capture_output=True, text=True
+    ).stdout
     (HERE / "memory_analysis.json").write_text(json.dumps(json.loads(out), indent=1) + "\n")
     for f in dump.iterdir():  # the memory files only
         keep = "after_optimizations" in f.name and (
-            f.name.endswith((".hlo.pb", "-buffer-assignment.txt", "-values.txt",
-                             "-live-range.txt", "-memory-usage-report.txt"))
+            f.name.endswith(
+                (
+                    ".hlo.pb",
+                    "-buffer-assignment.txt",
+                    "-values.txt",
+                    "-live-range.txt",
+                    "-memory-usage-report.txt",
+                )
+            )
         )
         if not keep:
             shutil.rmtree(f) if f.is_dir() else f.unlink()
