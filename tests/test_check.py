@@ -18,6 +18,18 @@ from tests.conftest import SAMPLES
 # One damaging statement per check: (what it does, SQL, check that must fail, message part).
 DAMAGE = [
     (
+        "a foreign view",  # issue 41 item 6: a crafted warehouse's view reads a file
+        "CREATE VIEW hostname AS SELECT * FROM read_text('/etc/hostname')",
+        "foreign objects",
+        "view hostname is not one of bufferhouse's",
+    ),
+    (
+        "a foreign macro",
+        "CREATE MACRO bh_exfiltrate(p) AS TABLE SELECT * FROM read_text(p)",
+        "foreign objects",
+        "macro bh_exfiltrate is not one of bufferhouse's",
+    ),
+    (
         "derived row stale",
         "UPDATE space_totals SET temp_bytes = temp_bytes + 1"
         " WHERE module_id = (SELECT min(module_id) FROM space_totals"
@@ -177,7 +189,7 @@ def test_clean_warehouse_passes(fleet_db):
     assert report.ok, report.lines()
     assert report.modules > 190
     assert all(count == 0 for count in report.checks.values())
-    assert len(report.checks) == 15
+    assert len(report.checks) == 16
 
 
 @pytest.mark.parametrize(("what", "sql", "check", "message"), DAMAGE, ids=[d[0] for d in DAMAGE])
@@ -198,7 +210,7 @@ def test_cli_exit_codes_and_report(samples_db, copy_of):
     assert "warehouse is consistent" in ok.stdout
     db = copy_of(samples_db)
     with duckdb.connect(str(db)) as con:
-        con.execute(DAMAGE[4][1])
+        con.execute(DAMAGE[6][1])  # total bytes
     bad = runner.invoke(main, ["check", "--db", str(db)])
     assert bad.exit_code == 1
     assert "FAIL total bytes: 5" in bad.stdout

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import duckdb
 
 from bufferhouse.parse.oom import SIGNED_FIGURES
-from bufferhouse.queries import sql_files
+from bufferhouse.queries import installed_names, sql_files
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES, quote_identifier
 from bufferhouse.schema.derive import STATEMENTS, module_ranges
 from bufferhouse.schema.invariants import INVARIANTS
@@ -272,6 +272,23 @@ def _snapshots(con: duckdb.DuckDBPyConnection) -> list[Problem]:
     return problems
 
 
+def _foreign_objects(con: duckdb.DuckDBPyConnection) -> list[Problem]:
+    """Every view and macro in the file is one bufferhouse installs (or a view over an
+    attached dataset, named as a table): a crafted warehouse's own would run, with the
+    file access of whoever opens it unsealed, as soon as a query names it."""
+    ours = installed_names()
+    tables = {t.name for t in TABLES}
+    return [
+        Problem(
+            "foreign objects",
+            f"{kind} {name} is not one of bufferhouse's (a crafted or edited warehouse?):"
+            " drop it, or open the file only with the sealed `sql` and `connect()`",
+        )
+        for kind, name in rows(con, "stored-objects")
+        if name not in ours[kind] and not (kind == "view" and name in tables)
+    ]
+
+
 CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], ...] = (
     ("modules complete", _row_counts),
     ("total bytes", _totals),
@@ -284,4 +301,5 @@ CHECKS: tuple[tuple[str, Callable[[duckdb.DuckDBPyConnection], list[Problem]]], 
     ("module ids", _module_ids),
     ("oom events", _oom_events),
     ("snapshots", _snapshots),
+    ("foreign objects", _foreign_objects),
 )

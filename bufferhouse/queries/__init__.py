@@ -406,6 +406,13 @@ def get(name: str) -> Query:
     return found
 
 
+def installed_names() -> dict[str, set[str]]:
+    """The views and macros install_macros puts in a warehouse, by kind: what `check`
+    holds a file's own against (anything else was put there by someone else)."""
+    macros = {SELECTOR_NAME, HELPER_NAME, *(q.macro_name for q in queries())}
+    return {"view": {v.name for v in views()}, "macro": macros}
+
+
 def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     """Install (or replace) every view and bh_* macro, with COMMENT ON, in one transaction."""
     con.execute("BEGIN TRANSACTION")
