@@ -165,6 +165,13 @@ def _as_version_1(db) -> dict[str, int]:
     return old
 
 
+def _excluded(table: str) -> str:
+    """Columns left out of the before/after comparison: the id, and those a later
+    upgrade step adds as NULL for what was loaded before (hlo_values.tiled_bytes, 10 -> 11:
+    re-ingest for it, CHANGELOG.md)."""
+    return "module_id, tiled_bytes" if table == "hlo_values" else "module_id"
+
+
 @pytest.fixture
 def version_1_db(tmp_path):
     db = tmp_path / "v1.duckdb"
@@ -173,7 +180,7 @@ def version_1_db(tmp_path):
         before = {
             name: sorted(
                 con.execute(
-                    f'SELECT m.content_hash, t.* EXCLUDE (module_id) FROM "{name}" t '
+                    f'SELECT m.content_hash, t.* EXCLUDE ({_excluded(name)}) FROM "{name}" t '
                     "JOIN modules m USING (module_id)"
                 ).fetchall(),
                 key=repr,
@@ -204,7 +211,7 @@ def test_a_writer_upgrades_version_1_in_place(version_1_db):
         assert ids == sorted(ids) and ids[0] > 0  # renumbered in insertion order
         for name, rows in before.items():  # every row kept, under its module's new id
             after = con.execute(
-                f'SELECT m.content_hash, t.* EXCLUDE (module_id) FROM "{name}" t '
+                f'SELECT m.content_hash, t.* EXCLUDE ({_excluded(name)}) FROM "{name}" t '
                 "JOIN modules m USING (module_id)"
             ).fetchall()
             if name == "labels":

@@ -432,9 +432,10 @@ def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, mon
                 profile.unlink(missing_ok=True)
 
     monkeypatch.setattr(workers, "with_programs", then_gone)
-    # The five samples go first (largest first); the 7th submit, of the second program,
-    # finds a worker dead: it goes to the rebuilt pool, after the profile is gone.
-    pool = _dying_pool(die_at=7)
+    # The programs go first (each sized by its share of the profile, larger than the
+    # samples: the Plan); the 2nd submit, of the second program, finds a worker dead: it
+    # goes to the rebuilt pool, after the profile is gone.
+    pool = _dying_pool(die_at=2)
     submitted: list[str] = []
     submit = pool.submit
 
