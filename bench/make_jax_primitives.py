@@ -1,7 +1,7 @@
 """Write bufferhouse/queries/jax_primitives.txt: the names of jax's primitives that eager
 op-by-op dispatch compiles as `jit_<name>` helper programs (the bh_is_helper rule).
 
-Run with jax 0.12.0.1 (the pinned /work/venv312): JAX_PLATFORMS=cpu python bench/make_jax_primitives.py
+Run with jax 0.12.0.1 (Python 3.12, pinned in a venv of its own): JAX_PLATFORMS=cpu python bench/make_jax_primitives.py
 Higher-order and state primitives (cond, scan, while, jit, shard_map, custom_*, remat*,
 refs ...) are left out: they take a function, and a user's program is often named so.
 """

@@ -1,6 +1,6 @@
 """Ingest of one large module from its `.hlo.pb` vs its text, and a 1 GB profile.
 
-    python bench/proto.py [--layers 400] [--jax-python /work/jaxenv/bin/python] [--repeat 2]
+    python bench/proto.py [--layers 400] [--jax-python PATH/TO/venv/bin/python] [--repeat 2]
 
 1. A large real module: an unrolled MLP of `--layers` layers with its gradient
    (jax on CPU, AOT compile) dumped with text and proto side by side, once,
@@ -157,7 +157,7 @@ def big_profile(pb: Path, gb: float) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=400)
-    ap.add_argument("--jax-python", default=os.environ.get("JAX_PYTHON", "/work/jaxenv/bin/python"))
+    ap.add_argument("--jax-python", default=os.environ.get("JAX_PYTHON", "python3"))
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--profile-gb", type=float, default=1.0)
     args = ap.parse_args()

@@ -29,12 +29,8 @@ numbered SparseCore memory space, not bytes: not an OOM event here.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from bufferhouse.parse.oom.sizes import SZ
-
-if TYPE_CHECKING:
-    from bufferhouse.parse.oom.grammar import Event
 
 #: `E1000: CompileTimeHbmOom:` anywhere in a line.
 CODE = re.compile(r"(?<![\w])E(?P<code>\d{4}): (?P<name>[A-Z][A-Za-z0-9]+):")
@@ -65,8 +61,8 @@ DEVICE_BUFFER = re.compile(
     r"(?: That was not possible\.)?(?: There are (?P<free>" + SZ + r") free\.)?"
     r"(?:[;\s]*\((?P<device>[^)]*)\))?"
 )
-_HLO_MODULE = re.compile(r"HLO module: (?P<name>[\w.\-]+?)\.?(?:\s|$)")
-_SPACE_OF_DEVICE = re.compile(r"_(?P<space>[A-Za-z]+)\d*$")
+HLO_MODULE = re.compile(r"HLO module: (?P<name>[\w.\-]+?)\.?(?:\s|$)")
+SPACE_OF_DEVICE = re.compile(r"_(?P<space>[A-Za-z]+)\d*$")
 
 #: Forms read here that start a message (start_kind): their first line is all they print.
 COMPILE_FORMS = (HBM_REQUIRED, ABORT_EARLY, SPARSE_CORE)
@@ -80,43 +76,3 @@ def starts(text: str) -> str | None:
     if any(p.search(text) for p in RUNTIME_FORMS):
         return "tpu_runtime"
     return None
-
-
-def read_code(ev: Event, text: str) -> None:
-    """The error code, its name and the module the line names (`HLO module: jit_f.`)."""
-    if m := CODE.search(text):
-        ev.fields["error_code"] = f"E{m.group('code')}"
-        ev.fields["error_name"] = m.group("name")
-    if m := _HLO_MODULE.search(text):
-        ev.fields["program_name"] = m.group("name")
-
-
-def read_first(ev: Event, text: str) -> None:
-    """The figures of a coded form's line: what was required, what was available."""
-    line = ev.line
-    if m := HBM_REQUIRED.search(text):
-        ev.fields.setdefault("memory_space", m.group("space").lower())
-        ev.figure("used", m.group("req"), line)
-        if m.group("what") == "HLO temporaries":
-            ev.figure("program_requirement/hlo_temp", m.group("req"), line)
-        ev.figure("capacity", m.group("cap"), line)
-    elif m := ABORT_EARLY.search(text):
-        ev.fields.setdefault("memory_space", "hbm")
-        ev.figure("used", m.group("req"), line)
-        ev.figure("capacity", m.group("cap"), line)
-    elif m := SPARSE_CORE.search(text):
-        ev.fields.setdefault("memory_space", "hbm")
-        ev.figure("tensorcore_usage", m.group("tc"), line)
-        ev.figure("sparsecore_usage", m.group("sc"), line)
-        ev.figure("capacity", m.group("cap"), line)
-        if "tensorcore_usage" in ev.figures and "sparsecore_usage" in ev.figures:
-            ev.figures["used"] = ev.figures["tensorcore_usage"] + ev.figures["sparsecore_usage"]
-    elif m := DEVICE_BUFFER.search(text):
-        ev.figure("requested", m.group("req"), line)
-        if m.group("free"):
-            ev.figure("free", m.group("free"), line)
-        device = m.group("device") or ""
-        if sm := _SPACE_OF_DEVICE.search(device):
-            ev.fields.setdefault("memory_space", sm.group("space").lower())
-        if device:
-            ev.fields["device"] = device

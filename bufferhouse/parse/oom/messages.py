@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from bufferhouse.parse.oom.codes import read_code
+from bufferhouse.parse.oom.coded import read_code
 from bufferhouse.parse.oom.grammar import (
     BUF,
     ENTRY,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from bufferhouse.parse.oom import codes
+from bufferhouse.parse.oom.coded import read_first
 from bufferhouse.parse.oom.grammar import (
     ENTRY,
     FIELD,
@@ -238,7 +238,7 @@ def _tpu_known(s: str) -> bool:
 
 
 def _tpu_first(ev: Event, first: str) -> None:
-    codes.read_first(ev, first)
+    read_first(ev, first)
     if m := RAN_OUT.search(first):
         ev.fields["memory_space"] = m.group("space")
         if m.group("used"):

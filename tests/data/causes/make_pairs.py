@@ -145,6 +145,8 @@ def child_compile(pair, variant, out_json):
     """In a child process: compile one side AOT; write its memory_analysis()."""
     import jax
 
+    # source paths in the HLO metadata cut to file names: no machine path in a fixture
+    jax.config.update("jax_hlo_source_file_canonicalization_regex", r".*/")
     fn, args, kw = build(pair, variant)
     compiled = jax.jit(fn, **kw).lower(*args).compile()
     Path(out_json).write_text(json.dumps(memory_dict(compiled)))
