@@ -191,10 +191,10 @@ def test_profiles_are_found_by_content_whatever_their_name(tmp_path):
 
 #: Each damaged profile of tests/data/runtime-bad (make_bad.py): what its error says.
 BAD_CASES = {
-    "truncated.prof": "gzip stream cut short at byte 475 (after 954 uncompressed bytes)",
+    "truncated.prof": "gzip stream cut short at byte 464 (after 947 uncompressed bytes)",
     "not-gzip.prof": "expected gzip data (bytes 1f 8b) at byte 0",
     "not-a-message.pb.gz": "not a pprof Profile: at byte 6: varint longer than 10 bytes",
-    "cut-message.prof": "at byte 2088: field 6 needs 72 bytes but 65 remain (truncated?)",
+    "cut-message.prof": "at byte 1936: field 6 needs 53 bytes but 46 remain (truncated?)",
     "negative-bytes.prof": "at byte 102 of the uncompressed Profile: sample 3 has count 1 and"
     " bytes -4096; expected counts and sizes from 0",
     "string-past-table.prof": "at byte 73 of the uncompressed Profile: sample 2's label kind is"

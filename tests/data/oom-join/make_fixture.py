@@ -3,7 +3,7 @@ print for it, rendered from the dump's own figures.
 
 Run with the JAX environment (the project never imports jax):
 
-    /work/jaxenv/bin/python tests/data/oom-join/make_fixture.py
+    JAXENV/bin/python tests/data/oom-join/make_fixture.py
 
 It compiles `train_step` (a two-layer MLP update) on CPU with
 --xla_dump_to, copies the module's cpu_after_optimizations files into dump/,

@@ -4,7 +4,9 @@ and libtpu's own memory log, one fresh process per program (XLA_FLAGS are read o
 Pinned: Python 3.12, jax 0.12.0.1, jaxlib 0.12.0.1, libtpu 0.0.50.1.
 Run (libtpu allows one compile per machine at a time):
 
-    flock /work/tpu.lock /work/venv312/bin/python tests/data/tpu/make_tpu.py [NAME...]
+    flock /tmp/tpu.lock VENV312/bin/python tests/data/tpu/make_tpu.py [NAME...]
+
+(VENV312: a Python 3.12 venv with `pip install "jax[tpu]==0.12.0.1"`.)
 
 Each program writes tests/data/tpu/NAME/: the dump files a test reads (the
 buffer assignment text, its live range, the after-optimizations .hlo.pb),

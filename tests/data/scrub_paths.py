@@ -1,0 +1,152 @@
+"""Cut the machine's own paths out of committed fixtures:
+a path under the checkouts this project's fixtures were made in (/work/main, /work/wt…)
+loses the checkout's root, so it reads from the repository's root
+(`tests/data/sizes/make_sizes.py`, `.venv/lib/python3.11/site-packages/jax/…`: a
+library frame still reads as one).
+
+Text dumps and logs are rewritten as text; HloProto dumps (.hlo.pb) and pprof
+profiles (.prof, gzipped) and XProf profiles (.xplane.pb.gz, with the HloProtos they embed)
+are parsed with bufferhouse's own generated messages, every
+string field rewritten, and serialised again, so their nested lengths stay right.
+Paths of other machines (the public dumps' /home/…, /root/…) and the made-up user
+paths of the OOM logs (/work/train.py) are left as written. Run from the repository root: `python tests/data/scrub_paths.py FILE…`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import sys
+from pathlib import Path
+
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+
+from bufferhouse.parse.proto import hlo_pb2, profile_pb2, xplane_pb2
+
+#: The checkout's root: /work/main/, /work/wt-proto/, /work/wt/runtime30/.
+MACHINE_PATH = re.compile(r"/work/(?:main/|wt-[^/\s]+/|wt/[^/\s]+/)")
+
+
+def scrub_text(text: str) -> str:
+    return MACHINE_PATH.sub("", text)
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    """protobuf 6 dropped `label` for `is_repeated`; older ones have only `label`."""
+    if hasattr(field, "is_repeated"):
+        return field.is_repeated
+    return field.label == FieldDescriptor.LABEL_REPEATED
+
+
+def scrub_message(msg: Message) -> None:
+    """Rewrite every string field of `msg` and its sub-messages in place."""
+    for field, value in msg.ListFields():
+        if field.type == FieldDescriptor.TYPE_STRING:
+            if _repeated(field):
+                value[:] = [scrub_text(v) for v in value]
+            else:
+                setattr(msg, field.name, scrub_text(value))
+        elif field.type == FieldDescriptor.TYPE_MESSAGE:
+            if field.message_type.GetOptions().map_entry:
+                items = list(value.items())
+                for k, v in items:
+                    if isinstance(v, Message):
+                        scrub_message(v)
+                    elif isinstance(v, str):
+                        value[k] = scrub_text(v)
+            elif _repeated(field):
+                for v in value:
+                    scrub_message(v)
+            else:
+                scrub_message(value)
+
+
+def scrub_proto(data: bytes, cls: type[Message]) -> bytes:
+    msg = cls()
+    msg.ParseFromString(data)
+    scrub_message(msg)
+    return msg.SerializeToString()
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited field, tag and length as varints."""
+    out = bytearray()
+    for value in ((number << 3) | 2, len(payload)):
+        while value > 0x7F:
+            out.append((value & 0x7F) | 0x80)
+            value >>= 7
+        out.append(value)
+    return bytes(out) + payload
+
+
+def scrub_xspace(data: bytes) -> bytes:
+    """An XProf profile (an XSpace, whose fields are all length-delimited: planes = 1,
+    then strings; bufferhouse generates only XPlane): each plane's strings, and the
+    HloProto each program's stat embeds."""
+    out, at = bytearray(), 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        length, at = _varint(data, at)
+        payload, at = data[at : at + length], at + length
+        if key >> 3 == 1:
+            plane = xplane_pb2.XPlane()
+            plane.ParseFromString(payload)
+            scrub_message(plane)
+            for meta in plane.event_metadata.values():
+                for stat in meta.stats:
+                    if stat.WhichOneof("value") == "bytes_value" and MACHINE_PATH.search(
+                        stat.bytes_value.decode("latin-1")
+                    ):
+                        stat.bytes_value = scrub_proto(stat.bytes_value, hlo_pb2.HloProto)
+            payload = plane.SerializeToString()
+        else:
+            payload = scrub_text(payload.decode()).encode()
+        out += _field(key >> 3, payload)
+    return bytes(out)
+
+
+def _gzipped(scrub, old: bytes) -> bytes:
+    plain = gzip.decompress(old)
+    new = scrub(plain)
+    return old if new == plain else gzip.compress(new, compresslevel=9, mtime=0)
+
+
+def scrub_file(path: Path) -> bool:
+    """Rewrite `path` if it holds a machine path; True if it changed."""
+    old = path.read_bytes()
+    if path.name.endswith(".hlo.pb"):
+        new = scrub_proto(old, hlo_pb2.HloProto)
+    elif path.suffix == ".prof":
+        new = _gzipped(lambda b: scrub_proto(b, profile_pb2.Profile), old)
+    elif path.name.endswith(".xplane.pb.gz"):
+        new = _gzipped(scrub_xspace, old)
+    elif path.suffix == ".gz":
+        new = _gzipped(lambda b: scrub_text(b.decode()).encode(), old)
+    else:
+        new = scrub_text(old.decode()).encode()
+    if new == old:
+        return False
+    path.write_bytes(new)
+    return True
+
+
+def main(paths: list[str]) -> int:
+    for p in paths:
+        if scrub_file(Path(p)):
+            print(f"scrubbed {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
