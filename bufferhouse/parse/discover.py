@@ -18,10 +18,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bufferhouse.errors import DumpError
 from bufferhouse.parse.reader import READ_ERRORS, log_members, open_dump, unreadable
 from bufferhouse.parse.walk import Walk, file_identity, walk_paths
+
+if TYPE_CHECKING:
+    from bufferhouse.parse.tpulog import LibtpuCompanion
 
 #: File-name suffix (without .gz) -> role of the file in its module.
 SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -77,6 +81,8 @@ class ModuleFiles:
     #: The program's HloProto, once read (`parse.with_programs` reads every program of
     #: a profile in one pass); None: parse_files reads it from the profile itself.
     program_data: bytes | None = field(default=None, repr=False, compare=False)
+    #: libtpu's log of the compile, found beside the module (docs/discovery.md).
+    libtpu: LibtpuCompanion | None = None
     #: Why the group is not a module (e.g. an HloProto from before optimizations):
     #: it is skipped quietly and counted.
     skip: str | None = None
@@ -198,6 +204,7 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
     problems: list[DumpError] = list(walk.problems)
 
     hlo_names: dict[str, set[str]] = {}
+    dir_logs: dict[str, list[str]] = {}  # directory -> its logs that may be libtpu's
     log_hlo: dict[tuple[str, str], str] = {}  # (log, stem) -> member path of its HLO
     seen_files: set[object] = set()
     for path, explicit in candidates:
@@ -222,6 +229,8 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
             except DumpError as exc:  # reported here, once: discover_logs passes it over
                 problems.append(exc)
                 continue
+            if not (is_dump or is_log or _xla_named(name)):
+                dir_logs.setdefault(directory, []).append(path)
             if not base.endswith((".txt", ".log")) and not explicit:
                 continue  # .out, .err: only read to see that they can be, for discover_logs
             if not is_dump:
@@ -269,6 +278,12 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
                 DumpError(first, 0, f"no {stem}-buffer-assignment.txt beside this file")
             )
     ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
+    if dir_logs:
+        from bufferhouse.parse.libtpu import attach_libtpu_logs  # parse.oom imports this
+
+        attach_libtpu_logs(
+            ordered, dir_logs, lambda stem: str(stem_parts(stem)["module_name"] or stem)
+        )
     reported = {p.path: p for p in problems}  # a file given by name inside a tree given too
     return missing + [_problem_group(p) for p in reported.values()] + ordered
 
