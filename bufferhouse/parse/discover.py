@@ -154,6 +154,13 @@ def _looks_like_log(path: str) -> bool:
     return head.startswith(b"*** Begin ") or b"\n*** Begin " in head
 
 
+def _looks_like_libtpu_log(path: str) -> bool:
+    """libtpu's stderr with its memory summaries (parse/libtpu.py: a module's companion)."""
+    from bufferhouse.parse.tpulog import is_libtpu_log
+
+    return is_libtpu_log(_head(path, 1 << 20))
+
+
 def _read_here(name: str) -> bool:
     """A name discovery reads (a dump's, a log's, a proto's): an unreadable or
     irregular file so named is reported, any other is passed over as not ours."""
@@ -417,6 +424,7 @@ def log_groups(walk: Walk) -> list[LogFile]:
                 _role_of(name) is not None
                 or _looks_like_buffer_assignment(candidate)
                 or (not candidate.endswith(".gz") and _looks_like_log(candidate))
+                or (explicit and _looks_like_libtpu_log(candidate))
             )
         except DumpError:
             continue  # discover() reports it
