@@ -11,6 +11,7 @@ summary over).
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -18,6 +19,7 @@ from typing import Protocol
 from bufferhouse.parse.oom.sizes import SizeError
 from bufferhouse.parse.reader import READ_ERRORS, open_dump
 from bufferhouse.parse.tpulog import (
+    MARKERS,
     LibtpuCompanion,
     LibtpuLog,
     companions,
@@ -56,15 +58,26 @@ def attach_libtpu_logs(
 def read_log(path: str) -> LibtpuLog | str | None:
     """A log's libtpu summaries, why they cannot be read (a size that does not parse),
     or None when the file is not libtpu's log (holds no summary) or cannot be read
-    (the OOM scan of the same file reports that)."""
+    (the OOM scan of the same file reports that). Read in chunks, then (only a log
+    that holds a summary) line by line: a training log of gigabytes is never held."""
     try:
+        if not _holds_summary(path):
+            return None
         with open_dump(path) as f:
-            data = f.read()
+            lines = io.TextIOWrapper(f, encoding="utf-8", errors="replace")
+            return read_libtpu_log(lines)
     except READ_ERRORS:
         return None
-    if not is_libtpu_log(data):
-        return None
-    try:
-        return read_libtpu_log(data.decode("utf-8", "replace"))
     except SizeError as exc:
         return f"{path}: {exc}"
+
+
+def _holds_summary(path: str) -> bool:
+    keep = max(len(m) for m in MARKERS)
+    tail = b""
+    with open_dump(path) as f:
+        while chunk := f.read(1 << 20):
+            if is_libtpu_log(tail + chunk):
+                return True
+            tail = chunk[-keep:]
+    return False

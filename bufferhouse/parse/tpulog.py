@@ -29,11 +29,13 @@ pointer tables, and the fragmentation their difference.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bufferhouse.parse.oom.sizes import SizeError, parse_size
 
 __all__ = [
+    "MARKERS",
     "HloTemp",
     "LibtpuLog",
     "ProgramMemory",
@@ -51,7 +53,7 @@ _MENTION = re.compile(r"(?:XLA::TPU module name|\bfor module): (?P<name>\S+)")
 #: The first line of libtpu's summary of a compile (deepsea_compiler_backend.cc).
 _PROGRAM_USAGE = re.compile(r"XLA::TPU program HBM usage: ")
 #: Bytes that only libtpu's summary holds: how a log is told from another.
-_MARKERS = (b"XLA::TPU program HBM usage: ", b"Program hbm requirement ")
+MARKERS = (b"XLA::TPU program HBM usage: ", b"Program hbm requirement ")
 _TOTAL = re.compile(r"Total (?P<space>[\w-]+) usage >= (?P<size>" + _SZ + r"):")
 _REQUIREMENT = re.compile(r"Program (?P<space>[\w-]+) requirement (?P<size>" + _SZ + r"):")
 _OUTPUT = re.compile(r"Output size (?P<size>" + _SZ + r"); shares (?P<shared>" + _SZ + r") with")
@@ -133,7 +135,7 @@ def slack(text: str) -> int:
 
 def is_libtpu_log(head: bytes) -> bool:
     """Whether bytes of a log hold libtpu's memory summary of a compile."""
-    return any(marker in head for marker in _MARKERS)
+    return any(marker in head for marker in MARKERS)
 
 
 def parse_libtpu_log(text: str) -> list[ProgramMemory]:
@@ -141,7 +143,7 @@ def parse_libtpu_log(text: str) -> list[ProgramMemory]:
     return read_libtpu_log(text).programs
 
 
-def read_libtpu_log(text: str) -> LibtpuLog:
+def read_libtpu_log(text: str | Iterable[str]) -> LibtpuLog:
     """Every compile's memory summary in a libtpu stderr log and the module names it
     gives. Lines that are no part of a summary are passed over; a size that does not
     parse raises SizeError naming the line."""
@@ -149,7 +151,8 @@ def read_libtpu_log(text: str) -> LibtpuLog:
     names: set[str] = set()
     block: SpaceRequirement | None = None
     last_total = None
-    for number, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines() if isinstance(text, str) else (ln.rstrip("\r\n") for ln in text)
+    for number, line in enumerate(lines, 1):
         mention = _MENTION.search(line)
         if mention:
             names.add(mention.group("name").rstrip(".,;:"))
