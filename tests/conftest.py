@@ -215,5 +215,12 @@ def drop_version_7(con: duckdb.DuckDBPyConnection) -> None:
 def drop_version_11(con: duckdb.DuckDBPyConnection) -> None:
     """Take a fresh warehouse back to what schema version 10 had: no modules.xla_temp_bytes,
     no hlo_values.tiled_bytes."""
+    drop_version_14(con)
     con.execute("ALTER TABLE modules DROP COLUMN IF EXISTS xla_temp_bytes")
     con.execute("ALTER TABLE hlo_values DROP COLUMN IF EXISTS tiled_bytes")
+
+
+def drop_version_14(con: duckdb.DuckDBPyConnection) -> None:
+    """Take a fresh warehouse back to what schema version 13 had: no
+    modules.generated_code_bytes."""
+    con.execute("ALTER TABLE modules DROP COLUMN IF EXISTS generated_code_bytes")

@@ -9,8 +9,9 @@ where the run was profiled). In every form, every module
 of the program's name must load and match: argument, output, alias and temp against
 the `categories` query in the device space (color 0), the host_* figures against the
 host space (color 5, Layout::kHostMemorySpace), the peak against
-`modules.xla_peak_bytes`. generated_code_size_in_bytes is not checked: the warehouse
-holds no compile's code size (only a runtime snapshot's). The failed compile's
+`modules.xla_peak_bytes`. generated_code_size_in_bytes, and the TPU temp libtpu's
+log decides, are checked in tests/test_libtpu_log.py (the proto-only trees here hold
+no log, so the temp may be NULL in them). The failed compile's
 `compile-oom.log` is checked against libtpu's own log of the same compile.
 """
 
@@ -102,8 +103,8 @@ def _check_module(db: Path, m: dict, ma: dict, where: str) -> list[str]:
     """Every memory_analysis() figure of one module against the warehouse's."""
     found, expected = _found(db, m["module_id"]), _expected(ma)
     if m["backend"] == "tpu":  # temp is libtpu's rule over the allocations (metrics.md)
-        # NULL where libtpu's rule is not known for the module (docs/metrics.md): never
-        # a wrong figure; the fixtures where it is NULL are counted in the note
+        # NULL where libtpu's rule is not known for the module without its log (the
+        # proto-only trees): never a wrong figure; tests/test_libtpu_log.py counts them
         temp = m["xla_temp_bytes"]
         found[(0, "temp_bytes")] = ma["temp_size_in_bytes"] if temp is None else temp
     wrong = [

@@ -16,7 +16,7 @@ import duckdb
 import pytest
 
 import bufferhouse
-from bufferhouse.parse.derive.xla import TPU_TEMP_STEP
+from bufferhouse.parse.derive.tpu import TPU_TEMP_STEP
 from bufferhouse.parse.proto import hlo_pb2
 from bufferhouse.parse.tpulog import parse_libtpu_log
 

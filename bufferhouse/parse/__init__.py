@@ -502,6 +502,7 @@ def _origin(files: ModuleFiles, reading: Reading, digest: str, nbytes: int) -> O
         paths=paths,
         content_hash=digest,
         bytes_read=nbytes,
+        libtpu=files.libtpu,
     )
 
 

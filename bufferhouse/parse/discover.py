@@ -18,10 +18,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bufferhouse.errors import DumpError
 from bufferhouse.parse.reader import READ_ERRORS, log_members, open_dump, unreadable
 from bufferhouse.parse.walk import Walk, file_identity, walk_paths
+
+if TYPE_CHECKING:
+    from bufferhouse.parse.tpulog import LibtpuCompanion
 
 #: File-name suffix (without .gz) -> role of the file in its module.
 SUFFIXES: tuple[tuple[str, str], ...] = (
@@ -77,6 +81,8 @@ class ModuleFiles:
     #: The program's HloProto, once read (`parse.with_programs` reads every program of
     #: a profile in one pass); None: parse_files reads it from the profile itself.
     program_data: bytes | None = field(default=None, repr=False, compare=False)
+    #: libtpu's log of the compile, found beside the module (docs/discovery.md).
+    libtpu: LibtpuCompanion | None = None
     #: Why the group is not a module (e.g. an HloProto from before optimizations):
     #: it is skipped quietly and counted.
     skip: str | None = None
@@ -148,6 +154,13 @@ def _looks_like_log(path: str) -> bool:
     return head.startswith(b"*** Begin ") or b"\n*** Begin " in head
 
 
+def _looks_like_libtpu_log(path: str) -> bool:
+    """libtpu's stderr with its memory summaries (parse/libtpu.py: a module's companion)."""
+    from bufferhouse.parse.tpulog import is_libtpu_log
+
+    return is_libtpu_log(_head(path, 1 << 20))
+
+
 def _read_here(name: str) -> bool:
     """A name discovery reads (a dump's, a log's, a proto's): an unreadable or
     irregular file so named is reported, any other is passed over as not ours."""
@@ -198,6 +211,7 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
     problems: list[DumpError] = list(walk.problems)
 
     hlo_names: dict[str, set[str]] = {}
+    dir_logs: dict[str, list[str]] = {}  # directory -> its logs that may be libtpu's
     log_hlo: dict[tuple[str, str], str] = {}  # (log, stem) -> member path of its HLO
     seen_files: set[object] = set()
     for path, explicit in candidates:
@@ -222,6 +236,8 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
             except DumpError as exc:  # reported here, once: discover_logs passes it over
                 problems.append(exc)
                 continue
+            if not (is_dump or is_log or _xla_named(name)):
+                dir_logs.setdefault(directory, []).append(path)
             if not base.endswith((".txt", ".log")) and not explicit:
                 continue  # .out, .err: only read to see that they can be, for discover_logs
             if not is_dump:
@@ -269,6 +285,12 @@ def dump_groups(walk: Walk) -> list[ModuleFiles]:
                 DumpError(first, 0, f"no {stem}-buffer-assignment.txt beside this file")
             )
     ordered = sorted(groups.values(), key=lambda m: (m.directory, m.stem))
+    if dir_logs:
+        from bufferhouse.parse.libtpu import attach_libtpu_logs  # parse.oom imports this
+
+        attach_libtpu_logs(
+            ordered, dir_logs, lambda stem: str(stem_parts(stem)["module_name"] or stem)
+        )
     reported = {p.path: p for p in problems}  # a file given by name inside a tree given too
     return missing + [_problem_group(p) for p in reported.values()] + ordered
 
@@ -402,6 +424,7 @@ def log_groups(walk: Walk) -> list[LogFile]:
                 _role_of(name) is not None
                 or _looks_like_buffer_assignment(candidate)
                 or (not candidate.endswith(".gz") and _looks_like_log(candidate))
+                or (explicit and _looks_like_libtpu_log(candidate))
             )
         except DumpError:
             continue  # discover() reports it

@@ -5,6 +5,11 @@ and hands them on as groups, the unit of work of a parser: a module's dump files
 (text, HloProto, a program of an XProf profile), a log to scan for OOM messages, a
 device memory profile. Each group is then identified and read by parse_files. Adding
 a form is a source here and a line in SOURCES.
+
+A file that only adds to a module's figures is no source of its own: the dumps source
+finds it in the same walk and hands it on in the module's group, as libtpu's log of a
+compile (`ModuleFiles.libtpu`, parse/libtpu.py: a companion of the modules it names).
+The oom logs source still scans that log as any other.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 
 
 @dataclass(frozen=True)
@@ -221,9 +221,20 @@ MODULES = Table(
             "What memory_analysis().temp_size_in_bytes reports, where the rule is known: TPU"
             " (any form): memory space 0's temp allocation rounded up to 16 KiB, R, plus its"
             " fragmentation as libtpu counts it, R minus the most temp bytes in use and the"
-            " tuple pointer tables; 0 with tuple tables only. NULL when its heap-simulated"
-            " values are all scalars (libtpu's figure then is not known), without a temp"
-            " peak, and on other backends (docs/metrics.md, TPU temp).",
+            " tuple pointer tables; 0 with tuple tables only. When its heap-simulated"
+            " values are all scalars, only libtpu's log of the compile (beside the dump)"
+            " tells: by the rule if it prints an HBM `HLO temp`, else 0; NULL without"
+            " that log, where the log disagrees with the dump (a warning says so),"
+            " without a temp peak, and on other backends (docs/metrics.md, TPU temp).",
+        ),
+        _c(
+            "generated_code_bytes",
+            "BIGINT",
+            "What memory_analysis().generated_code_size_in_bytes reports: TPU, from"
+            " libtpu's log of the compile beside the dump (`Program hbm requirement` less"
+            " its `HLO temp`: overlays and globals), where the log states it exactly (each"
+            " part under 1 MiB). NULL where no dump or log states it: every text or proto"
+            " dump alone, other backends (docs/metrics.md, TPU code size).",
         ),
     ),
     per_module=False,

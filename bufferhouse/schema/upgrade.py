@@ -139,6 +139,13 @@ def _add_xla_temp_bytes(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE hlo_values ADD COLUMN IF NOT EXISTS tiled_bytes BIGINT")
 
 
+def _add_generated_code_bytes(con: duckdb.DuckDBPyConnection) -> None:
+    """13 -> 14: modules.generated_code_bytes, memory_analysis()'s generated code size
+    where libtpu's log beside the dump states it (TPU); NULL for modules loaded before:
+    re-ingest them, with the log, for it (and for the xla_temp_bytes it decides)."""
+    con.execute("ALTER TABLE modules ADD COLUMN IF NOT EXISTS generated_code_bytes BIGINT")
+
+
 def _add_peak_sources(con: duckdb.DuckDBPyConnection) -> None:
     """6 -> 7: one peak per module and memory space whichever form carried it:
     heap_peaks.peak_source and modules.peak_source. A space without temp allocations is
@@ -253,6 +260,7 @@ UPGRADES = {
     10: _add_xla_temp_bytes,
     11: _add_file_stats,
     12: _add_targets_and_error_codes,
+    13: _add_generated_code_bytes,
 }
 
 

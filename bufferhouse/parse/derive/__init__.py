@@ -23,8 +23,10 @@ from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import memory
 from bufferhouse.parse.derive.fingerprint import assignment_fingerprint
 from bufferhouse.parse.derive.heap import SpaceSweep, sum_exact, sweep, value_rows
-from bufferhouse.parse.derive.xla import XlaPeaks, tpu_temp_bytes, xla_peaks
+from bufferhouse.parse.derive.tpu import tpu_figures, tpu_temp_parts
+from bufferhouse.parse.derive.xla import XlaPeaks, xla_peaks
 from bufferhouse.parse.model import Reading
+from bufferhouse.parse.tpulog import LibtpuCompanion
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema
 from bufferhouse.schema.ids import UNASSIGNED_MODULE_ID
 
@@ -48,6 +50,8 @@ class Origin:
     paths: list[str]
     content_hash: str
     bytes_read: int
+    #: libtpu's log of the compile, found beside the module (parse/libtpu.py)
+    libtpu: LibtpuCompanion | None = None
 
 
 @dataclass
@@ -81,6 +85,7 @@ class ModuleRow:
     source_kind: str
     peak_source: str | None
     xla_temp_bytes: int | None = None
+    generated_code_bytes: int | None = None
 
     def as_dict(self) -> dict:
         """The row as a dict; its lists are copies (dataclasses.asdict's deep copy of
@@ -170,7 +175,7 @@ def derive(reading: Reading, origin: Origin) -> Derived:
     row = _module_row(reading, origin, heap_rows, xla, tables, value_row)
     if row.backend == "tpu":
         space0 = next((r for r in heap_rows if r.color == 0), None)
-        row.xla_temp_bytes = tpu_temp_bytes(
+        parts = tpu_temp_parts(
             allocations,
             is_temp,
             tables["assignments"],
@@ -178,6 +183,9 @@ def derive(reading: Reading, origin: Origin) -> Derived:
             _assignment_is_scalar(tables["hlo_values"], value_row),
             space0.temp_peak_bytes if space0 else 0,
         )
+        tpu = tpu_figures(parts, origin.libtpu)
+        row.xla_temp_bytes, row.generated_code_bytes = tpu.temp_bytes, tpu.code_bytes
+        warnings += tpu.warnings
     return Derived(row, tables, warnings)
 
 
