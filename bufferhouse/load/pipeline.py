@@ -16,7 +16,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -30,6 +30,7 @@ from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
@@ -241,9 +242,8 @@ def run_batches(
         on_plan(run_plan)
     jobs = run_plan.parsers
     if jobs == 1:
-        results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes, threads=run_plan.threads))
-            for g in with_programs(run_plan.order)
+        results: Iterable[tuple[ModuleFiles, ParseResult]] = _parse_planned(
+            run_plan, known, max_bytes
         )
     elif groups_read:
         results = parse_in_workers(list(run_plan.order), jobs, frozenset(known), max_bytes)
@@ -315,6 +315,20 @@ def run_batches(
             if writing is not None:  # leaving on an error: let the write finish, quietly
                 with contextlib.suppress(Exception):
                     writing[0].result()
+
+
+def _parse_planned(
+    run_plan: Plan, known: Container[str], max_bytes: int | None
+) -> Iterator[tuple[ModuleFiles, ParseResult]]:
+    """Each group of the plan with its result, in the plan's order, parsed here: a unit of
+    one alone (with the plan's threads), a unit of many small modules as one batch."""
+    groups = with_programs(run_plan.order)
+    for count in run_plan.units:
+        unit = list(itertools.islice(groups, count))
+        if count == 1:
+            yield unit[0], parse_files(unit[0], known, max_bytes, threads=run_plan.threads)
+        else:
+            yield from zip(unit, parse_batch(unit, known, max_bytes))
 
 
 def refuse_unknown(result: ParseResult) -> ParseResult:
