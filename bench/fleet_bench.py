@@ -1,7 +1,7 @@
 """Issue 39's targets in one run, alternated against a base commit: a real-shaped fleet.
 
-    python bench/fleet_bench.py --peer EXE [--base-rev 5697635] [--small 8400] [--turns 2]
-                                [--ten] [--json FILE]
+    python bench/fleet_bench.py --peer EXE [--base-rev 5697635] [--ours-rev REV] [--small 8400]
+                                [--turns 2] [--ten] [--json FILE]
 
 The fleet is bench/fleet.py's (thousands of one-copy helper modules in eight dump
 directories beside four large synth modules). In each turn, A B A B: this tree's
@@ -12,6 +12,8 @@ not descend into subdirectories): wall and CPU of the whole process tree (cpuacc
 bench/native.py). Then on this tree's warehouse: a no-op re-ingest (every file known by
 its stats), the same with --rehash, and `bufferhouse --version` of both trees, five
 alternated each. With --ten, the ten 21 MB modules of bench/ingest.py too, A B A B.
+--ours-rev: "this tree" is that commit's worktree (as the base's is), not the working tree:
+the tree measured stays fixed while the working tree changes.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--peer", required=True)
     ap.add_argument("--base-rev", default="5697635")
+    ap.add_argument("--ours-rev", default=None)
     ap.add_argument("--small", type=int, default=8400)
     ap.add_argument("--turns", type=int, default=2)
     ap.add_argument("--ten", action="store_true")
@@ -77,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     files = sum(len(names) for _, _, names in os.walk(root)) - 2  # SPEC.json, FLEET.json
     base = native.worktree(args.base_rev)
     _build_in_place(base)
-    results: dict = {"machine": bench.machine(), "commit": bench._git_commit(),
+    mine = native.worktree(args.ours_rev) if args.ours_rev else None
+    if mine is not None:
+        _build_in_place(mine)
+    results: dict = {"machine": bench.machine(), "commit": args.ours_rev or bench._git_commit(),
                      "base": args.base_rev, "fleet": {"modules": modules, "text_bytes": size,
                      "files": files, "directories": len(dirs)}, "turns": []}  # fmt: skip
     work = Path(tempfile.mkdtemp(prefix="bufferhouse-fleet-"))
@@ -85,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         ours_db = work / "ours.duckdb"
         for turn in range(args.turns):
             row = {}
-            for name, tree in (("ours", None), ("base", base)):
+            for name, tree in (("ours", mine), ("base", base)):
                 db = work / f"{name}.duckdb"
                 for p in (db, db.with_name(db.name + ".wal")):
                     p.unlink(missing_ok=True)
@@ -102,16 +108,18 @@ def main(argv: list[str] | None = None) -> int:
         noop = {"ours": [], "ours_rehash": [], "base": []}
         base_db = work / "base.duckdb"
         for i in range(3):
-            noop["ours"].append(asdict(native.run(f"no-op ours {i}", _cli(ours_db, [root]), size)))
+            noop["ours"].append(asdict(native.run(f"no-op ours {i}", _cli(ours_db, [root]), size,
+                                                  _env(mine))))  # fmt: skip
             noop["base"].append(asdict(native.run(f"no-op base {i}", _cli(base_db, [root]), size,
                                                   _env(base))))  # fmt: skip
             rehash = _cli(ours_db, [root], "--rehash")
-            noop["ours_rehash"].append(asdict(native.run(f"no-op ours --rehash {i}", rehash, size)))
+            noop["ours_rehash"].append(asdict(native.run(f"no-op ours --rehash {i}", rehash, size,
+                                                         _env(mine))))  # fmt: skip
         results["noop"] = noop
         version = {"ours": [], "base": []}
         for i in range(5):
             version["ours"].append(asdict(native.run(f"--version ours {i}",
-                                                     [bench.CLI, "--version"], 1)))  # fmt: skip
+                                                     [bench.CLI, "--version"], 1, _env(mine))))  # fmt: skip
             version["base"].append(asdict(native.run(f"--version base {i}",
                                                      [bench.CLI, "--version"], 1, _env(base))))  # fmt: skip
         results["version"] = version
@@ -120,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             tsize = native.text_bytes(ten)
             rows = []
             for turn in range(args.turns):
-                a = native.ours(f"ten ours (turn {turn + 1})", [ten], tsize)
+                a = native.ours(f"ten ours (turn {turn + 1})", [ten], tsize, tree=mine)
                 b = native.ours(f"ten base (turn {turn + 1})", [ten], tsize, tree=base)
                 rows.append({"ours": asdict(a), "base": asdict(b)})
             results["ten"] = rows

@@ -180,3 +180,33 @@ def test_recognise_needs_every_file_as_recorded(tree: Path) -> None:
     assert {id(g) for g in rest} == {id(groups[0]), id(groups[1])} == set(looked)
     known, rest, _ = file_stats.recognise(groups, seen, held, max_bytes=5)
     assert not known
+
+
+def test_the_run_is_planned_once_from_the_groups_left_to_read(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One plan a run, made after the stat check: of the one module touched, not of every
+    group discovery found (ingest_paths planned them all, then run_batches again)."""
+    from bufferhouse.load import pipeline
+
+    db = tmp_path / "w.duckdb"
+    planned: list[int] = []
+    real = pipeline.plan
+
+    def counting(groups, jobs):
+        planned.append(len(groups))
+        return real(groups, jobs)
+
+    monkeypatch.setattr(pipeline, "plan", counting)
+    from bufferhouse.parse.sources import discover_all
+
+    first = bufferhouse.ingest(tree, db, jobs=1)
+    groups = len(discover_all([str(tree)]))
+    loaded = sum(o.status == "loaded" for o in first.outcomes)
+    assert planned == [groups] and loaded > 3
+    touched = sorted(tree.glob("*.txt"))[0]
+    st = os.stat(touched)
+    os.utime(touched, ns=(st.st_atime_ns, st.st_mtime_ns + 60 * 1_000_000_000))
+    planned.clear()
+    bufferhouse.ingest(tree, db, jobs=1)
+    assert planned == [groups - loaded + 1]  # the touched module, and the logs (scanned)

@@ -20,7 +20,7 @@ import bufferhouse
 from bufferhouse.check import check_warehouse
 from bufferhouse.cli import main
 from bufferhouse.errors import SchemaVersionError, WarehouseError
-from bufferhouse.load import IngestReport, run_batches, run_record
+from bufferhouse.load import IngestReport, run_batches, run_record, schedule
 from bufferhouse.load.writer import Batch, ModuleBuffer, ModuleWriter
 from bufferhouse.parse.discover import discover
 from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, SCHEMA_VERSION
@@ -328,7 +328,10 @@ def test_the_warehouse_takes_only_full_batches_another_sink_an_eighth(tmp_path):
     con.close()
 
 
-def test_the_next_batch_fills_while_the_last_is_written():
+def test_the_next_batch_fills_while_the_last_is_written(monkeypatch):
+    # Each module parsed alone, so that each is staged after its parse: small modules
+    # parsed as one batch (load/schedule.py units) are staged together once it is parsed.
+    monkeypatch.setattr(schedule, "BATCH_MAX_BYTES", 0)
     groups = discover([str(CORPUS / "jax-0.6.2")])[:6]
     sink = _SlowSink(len(groups))
     report = IngestReport("sink", run_id=1)

@@ -134,3 +134,27 @@ def test_device_budget_takes_the_step_not_a_jax_helper(tmp_path):
         "device-budget", db=db, snapshot="after.prof", module="jit__multi_slice"
     ).to_pylist()
     assert {r["transient_module"] for r in helper} == {"jit__multi_slice"}  # named: taken
+
+
+def test_one_listing_of_a_directory_of_many_modules_gives_each_its_own_target(tmp_path):
+    """record_targets lists a directory once (Listings), not once a module: two modules'
+    files side by side (one GPU, one TPU, one with no target file), each its own target."""
+    from bufferhouse.parse.target import Listings
+
+    gpu, tpu = (
+        next(p.parent for p in sorted((SWEEP / t).glob("batch=*/*-buffer-assignment.txt")))
+        for t in ("gpu_h100", "v5e_1x1")
+    )
+    for i, source in enumerate((gpu, tpu)):
+        for f in source.iterdir():
+            if f.name.startswith("module_"):
+                name = f"module_{i:04d}.{f.name.partition('.')[2]}"
+                (shutil.copytree if f.is_dir() else shutil.copy)(f, tmp_path / name)
+    (tmp_path / "module_0002.jit_x.cpu_after_optimizations-buffer-assignment.txt").write_text("")
+    listings = Listings()
+    got = []
+    for ba in sorted(tmp_path.glob("*-buffer-assignment.txt")):
+        one = read_target(str(tmp_path), ba.name, listings)
+        assert one == read_target(str(tmp_path), ba.name)  # as a listing of its own says
+        got.append(one and (one.platform, one.device_kind))
+    assert got == [("gpu", "NVIDIA H100 80GB HBM3"), ("tpu", "TPU v5 lite"), None]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import itertools
 import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timezone
 
@@ -29,6 +30,7 @@ from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
@@ -90,7 +92,7 @@ def ingest_into(
     strict: bool = False,
     progress: Progress | None = None,
     rehash: bool = False,
-    run_plan: Plan | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> IngestReport:
     """The end every ingest shares, whatever the sink: run the batches, time the run."""
     report = IngestReport(
@@ -105,7 +107,7 @@ def ingest_into(
         strict=strict,
         progress=progress,
         rehash=rehash,
-        run_plan=run_plan,
+        on_plan=on_plan,
     )
     report.seconds = time.monotonic() - started
     return report
@@ -149,12 +151,6 @@ def ingest_paths(
         writer = ModuleWriter(
             con, run_id, label_pairs, run_row=run_record(run_id, paths, label_pairs)
         )
-        run_plan = plan(groups, jobs)
-        parsers = run_plan.parsers
-        # Parsing keeps `parsers` cores busy while DuckDB inserts and commits: its threads
-        # get the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes with
-        # 30% less CPU than two, and no slower.
-        con.execute(f"SET threads = {max(1, (os.cpu_count() or 1) - parsers)}")
         # DuckDB checkpoints at every commit whose log passes 16 MiB: with batches of
         # ~2M rows that was every batch, each rewriting the tables' unfinished row groups
         # (ten 21 MB modules written one per transaction: 6.3 CPU-s, 3.9 with this; one
@@ -171,7 +167,7 @@ def ingest_paths(
             strict=strict,
             progress=progress,
             rehash=rehash,
-            run_plan=run_plan,
+            on_plan=functools.partial(_duckdb_threads, con),
         )
         record_targets(con)  # the files beside each new module name its target
     except duckdb.Error as exc:  # a write outside a module batch failed (disk full, I/O)
@@ -185,6 +181,13 @@ def ingest_paths(
         # and no warehouse left behind for it, as when nothing is found at all.
         discard_new_warehouse(path)
     return report
+
+
+def _duckdb_threads(con: duckdb.DuckDBPyConnection, run_plan: Plan) -> None:
+    """Parsing keeps the plan's parser cores busy while DuckDB inserts and commits: its
+    threads get the rest. Measured on 2 cores (a 200 MB fleet): one DuckDB thread writes
+    with 30% less CPU than two, and no slower."""
+    con.execute(f"SET threads = {max(1, (os.cpu_count() or 1) - run_plan.parsers)}")
 
 
 def without_compiled_reader(groups: Iterable[object]) -> str | None:
@@ -215,7 +218,7 @@ def run_batches(
     strict: bool = False,
     progress: Progress | None = None,
     rehash: bool = False,
-    run_plan: Plan | None = None,
+    on_plan: Callable[[Plan], None] | None = None,
 ) -> None:
     """Parse `groups` (in worker processes when jobs > 1) into `writer`, batch by batch.
 
@@ -228,18 +231,19 @@ def run_batches(
     writer takes a batch as soon as the sink finds it worth a transaction
     (`worth_writing`: a Parquet sink at an eighth full, the warehouse only
     full). Batches are written one at a time, in order, and at most two are
-    held.
+    held. The run is planned once, from the groups left to read after the stat check;
+    `on_plan` sees the plan before the first module is parsed.
     """
     handoff.remove_leftovers()
     known = writer.module_ids
     unread, groups_read, looked = _by_file_stats(groups, writer, rehash, max_bytes)
-    if run_plan is None or len(groups_read) != len(groups):  # some known by their stats
-        run_plan = plan(groups_read, jobs)
+    run_plan = plan(groups_read, jobs)
+    if on_plan is not None:
+        on_plan(run_plan)
     jobs = run_plan.parsers
     if jobs == 1:
-        results: Iterable[tuple[ModuleFiles, ParseResult]] = (
-            (g, parse_files(g, known, max_bytes, threads=run_plan.threads))
-            for g in with_programs(run_plan.order)
+        results: Iterable[tuple[ModuleFiles, ParseResult]] = _parse_planned(
+            run_plan, known, max_bytes
         )
     elif groups_read:
         results = parse_in_workers(list(run_plan.order), jobs, frozenset(known), max_bytes)
@@ -311,6 +315,20 @@ def run_batches(
             if writing is not None:  # leaving on an error: let the write finish, quietly
                 with contextlib.suppress(Exception):
                     writing[0].result()
+
+
+def _parse_planned(
+    run_plan: Plan, known: Container[str], max_bytes: int | None
+) -> Iterator[tuple[ModuleFiles, ParseResult]]:
+    """Each group of the plan with its result, in the plan's order, parsed here: a unit of
+    one alone (with the plan's threads), a unit of many small modules as one batch."""
+    groups = with_programs(run_plan.order)
+    for count in run_plan.units:
+        unit = list(itertools.islice(groups, count))
+        if count == 1:
+            yield unit[0], parse_files(unit[0], known, max_bytes, threads=run_plan.threads)
+        else:
+            yield from zip(unit, parse_batch(unit, known, max_bytes))
 
 
 def refuse_unknown(result: ParseResult) -> ParseResult:

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bufferhouse.parse.batch import batchable
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
 from bufferhouse.parse.reader import stored_size
 
@@ -71,16 +72,27 @@ def _threads(parsers: int, largest: int, jobs: int | None) -> int:
     return min(asked - 1, MAX_THREADS)
 
 
+#: A module of text dumps of at most this many bytes is parsed in a batch of small
+#: modules (parse/batch.py): below VECTOR_MIN_BYTES the line reader reads it, and its
+#: cost is calls a module, not bytes.
+BATCH_MAX_BYTES = 1 << 16
+#: At most this many modules a batch (the writer's batch holds 256 modules).
+BATCH_MODULES = 128
+
+
 @dataclass(frozen=True)
 class Plan:
-    """The run, planned once from the groups discovery found: the order they are parsed
+    """The run, planned once from the groups left to read: the order they are parsed
     and written in (largest first), about how many bytes each holds, how many processes
-    parse them and how many more threads one parser may use. Each file is stat'ed once."""
+    parse them, how many more threads one parser may use, and how `order` is cut into
+    units of parsing: `units[i]` groups in a row, one a module parsed alone, more a batch
+    of small modules (parse.batch). Each file is stat'ed once."""
 
     order: tuple[Group, ...]
     sizes: tuple[int, ...]
     parsers: int
     threads: int
+    units: tuple[int, ...]
 
 
 def plan(groups: Sequence[Group], jobs: int | None) -> Plan:
@@ -90,12 +102,35 @@ def plan(groups: Sequence[Group], jobs: int | None) -> Plan:
     sized.sort(key=lambda pair: pair[0], reverse=True)  # stable: ties keep input order
     sizes = tuple(size for size, _ in sized)
     parsers = _parsers(len(sizes), sum(sizes), jobs)
+    order = tuple(g for _, g in sized)
     return Plan(
-        order=tuple(g for _, g in sized),
+        order=order,
         sizes=sizes,
         parsers=parsers,
         threads=_threads(parsers, max(sizes, default=0), jobs),
+        units=_units(order, sizes),
     )
+
+
+def _units(order: Sequence[Group], sizes: Sequence[int]) -> tuple[int, ...]:
+    """`order` cut into units: runs of up to BATCH_MODULES small batchable modules (of
+    1..BATCH_MAX_BYTES bytes) are one unit each, every other group a unit alone."""
+    units: list[int] = []
+    run = 0
+    for group, size in zip(order, sizes):
+        if 0 < size <= BATCH_MAX_BYTES and batchable(group):
+            run += 1
+            if run == BATCH_MODULES:
+                units.append(run)
+                run = 0
+            continue
+        if run:
+            units.append(run)
+            run = 0
+        units.append(1)
+    if run:
+        units.append(run)
+    return tuple(units)
 
 
 def largest_first(groups: list[ModuleFiles]) -> list[ModuleFiles]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from bufferhouse.parse.target import read_target
+from bufferhouse.parse.target import Listings, read_target
 
 
 def record_targets(con) -> int:
@@ -20,11 +20,12 @@ def record_targets(con) -> int:
         " WHERE module_id NOT IN (SELECT module_id FROM module_targets)"
     ).fetchall()
     rows = []
+    listings = Listings()  # each directory listed once, however many modules it holds
     for module_id, paths in missing:
         for path in paths or []:
             if not os.path.exists(path):
                 continue
-            target = read_target(os.path.dirname(path), os.path.basename(path))
+            target = read_target(os.path.dirname(path), os.path.basename(path), listings)
             if target is not None:
                 rows.append(
                     (

@@ -188,8 +188,13 @@ def parse_files(
     *,
     accelerate: bool = True,
     threads: int = 0,
+    batched: bool = False,
 ) -> ParseResult:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
+
+    `batched`: the module is one of a batch (parse.batch.parse_batch), which computes its
+    assignment fingerprint and checks its row against the columns over the whole batch;
+    here the row's fingerprint is left None and the row is not checked.
 
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
@@ -231,10 +236,11 @@ def parse_files(
             if reading is None:
                 assert files.problems
                 return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
-            derived = derive(reading, _origin(files, reading, digest, nbytes))
+            origin = _origin(files, reading, digest, nbytes)
+            derived = derive(reading, origin, fingerprint=not batched)
             del reading
             row = derived.row.as_dict()
-            tables = _check_fits(derived, row)
+            tables = module_tables(derived.tables) if batched else _check_fits(derived, row)
             if nbytes >= RELEASE_MIN_BYTES:
                 # What derive freed goes back before the writer takes the tables: it was
                 # the 500 MB module's peak (~1,000 MiB, ~300 MiB of it freed memory).
@@ -242,11 +248,11 @@ def parse_files(
     except DumpError as exc:
         return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=exc)
     except (OverflowError, pa.ArrowInvalid) as exc:  # a number too large for its column
-        error = _range_error(files, exc)
+        error = range_error(files, exc)
         return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
     except Exception as exc:  # a bug of ours must not take the batch down
         return ParseResult(
-            "failed", content_hash=digest, bytes_read=nbytes, error=_internal(files, exc)
+            "failed", content_hash=digest, bytes_read=nbytes, error=internal_error(files, exc)
         )
     warnings = [*files.problems, *derived.warnings]
     return ParseResult("parsed", digest, nbytes, row, tables, warnings)
@@ -376,11 +382,17 @@ def _check_fits(derived: Derived, row: dict) -> dict[str, pa.Table]:
     row as a dict, made once) must fit their columns too (raises OverflowError /
     ArrowInvalid otherwise)."""
     tables = module_tables(derived.tables)
-    pa.Table.from_pylist([row], schema=_MODULE_ROW)
+    check_rows([row])
     return tables
 
 
-def _internal(files: ModuleFiles, exc: Exception) -> DumpError:
+def check_rows(rows: list[dict]) -> None:
+    """Module rows (as dicts) must fit their columns: raises OverflowError / ArrowInvalid
+    otherwise."""
+    pa.Table.from_pylist(rows, schema=_MODULE_ROW)
+
+
+def internal_error(files: ModuleFiles, exc: Exception) -> DumpError:
     detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
     return DumpError(files.display, 0, f"internal error while parsing (please report): {detail}")
 
@@ -457,7 +469,7 @@ def _held_without_hlo(files: ModuleFiles, identity: Identity) -> ParseResult:
     )
 
 
-def _range_error(files: ModuleFiles, exc: Exception) -> DumpError:
+def range_error(files: ModuleFiles, exc: Exception) -> DumpError:
     """A number that fits no warehouse column (INTEGER is 32 bits): name the line
     that prints it, found by searching the module's files for that number."""
     m = re.search(r"Value (-?\d+) too large", str(exc))

@@ -81,7 +81,8 @@ class ModuleRow:
     heap_peak_bytes: int | None
     xla_peak_bytes: int | None
     trace_peak_bytes: int | None
-    assignment_fingerprint: str
+    #: None until a batch computes it (parse.batch: fingerprints over the whole batch).
+    assignment_fingerprint: str | None
     source_kind: str
     peak_source: str | None
     xla_temp_bytes: int | None = None
@@ -142,8 +143,10 @@ def _empty(table: Table) -> pa.Table:
     return arrow_schema(table).remove(0).empty_table()
 
 
-def derive(reading: Reading, origin: Origin) -> Derived:
-    """The module row and every table of a reading, with the figures derived from it."""
+def derive(reading: Reading, origin: Origin, fingerprint: bool = True) -> Derived:
+    """The module row and every table of a reading, with the figures derived from it.
+    `fingerprint=False`: the row's assignment_fingerprint is left None, for a batch to
+    compute over all its modules at once (parse.batch)."""
     tables = {t.name: reading.tables.get(t.name) or _empty(t) for t in MODULE_TABLES}
     allocations = tables["allocations"]
     temp = temp_mask(allocations)
@@ -172,7 +175,7 @@ def derive(reading: Reading, origin: Origin) -> Derived:
     tables["allocations"] = allocations
     tables["heap_peaks"] = _heap_peaks_table(heap_rows)
     xla = xla_peaks(allocations, tables["assignments"], tables["heap_events"])
-    row = _module_row(reading, origin, heap_rows, xla, tables, value_row)
+    row = _module_row(reading, origin, heap_rows, xla, tables, value_row if fingerprint else None)
     if row.backend == "tpu":
         space0 = next((r for r in heap_rows if r.color == 0), None)
         parts = tpu_temp_parts(
@@ -351,8 +354,9 @@ def _module_row(
     heap_rows: list[_HeapPeak],
     xla: XlaPeaks,
     tables: dict[str, pa.Table],
-    value_row: pa.Array,
+    value_row: pa.Array | None,
 ) -> ModuleRow:
+    """The module's row; its assignment fingerprint left None without `value_row`."""
     facts = reading.facts
     values = tables["hlo_values"]
     allocations = tables["allocations"]
@@ -391,6 +395,8 @@ def _module_row(
         peak_source=space0.peak_source if space0 else None,
         xla_peak_bytes=xla_peak,
         trace_peak_bytes=xla.with_traces,
-        assignment_fingerprint=assignment_fingerprint(tables, value_row),
+        assignment_fingerprint=(
+            None if value_row is None else assignment_fingerprint(tables, value_row)
+        ),
         source_kind=reading.form,
     )
