@@ -260,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--quick", action="store_true", help="no fleet, 300 modules, 3 repeats (a smoke run)"
     )
+    ap.add_argument(
+        "--no-fleet",
+        action="store_true",
+        help="seed from the corpus copy alone (no 1 GB fleet), still copied to --modules/--rows",
+    )
     ap.add_argument("--rebuild", action="store_true", help="re-ingest the seed and copy it again")
     ap.add_argument(
         "--reuse",
@@ -291,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = [build_tree(1)]
     if args.quick:
         args.modules, args.rows, args.repeat = 300, 0, 3
-    else:
+    elif not args.no_fleet:
         trees.append(build_fleet(1000, 1000))
     seed = build_seed(trees + args.extra, args.rebuild, args.reuse)
     with duckdb.connect(str(seed), read_only=True) as con:

@@ -62,7 +62,7 @@ UNSUPPORTED = {
     ("live-growth", "postgres"): "error()",
     ("device-budget", "postgres"): "error()",
     ("by-source", "bigquery"): "list_slice()",
-    ("heap-timeline", "bigquery"): "NULLS LAST",
+    ("heap-timeline", "bigquery"): "bh_peak_first() OVER",
     ("modules", "bigquery"): "NULLS LAST",
     ("recompiles", "bigquery"): "NULLS LAST",
     ("oom-events", "bigquery"): "NULLS LAST",
