@@ -44,7 +44,8 @@ import bufferhouse
 from bench.ingest import CLI, WORK, build_fleet, log, machine
 from bench.synth import DATA
 from bufferhouse import queries as bq
-from bufferhouse.schema import TABLES
+from bufferhouse.queries.helpers import helper_macro_sql
+from bufferhouse.schema import TABLES, macros
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
 
 PACKAGE = Path(bufferhouse.__file__).resolve().parent
@@ -309,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     con = duckdb.connect(str(db), read_only=True)
     views, queries = queries_at(args.rev)
     con.execute(bq.selector_macro_sql(temp=True))  # as bq.use_package_views does
+    con.execute(helper_macro_sql(temp=True))
+    macros.install(con, temp=True)  # the shared rules (schema/macros.py)
     for v in views:  # temp views shadow the warehouse's, as bq.use_package_views does
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
