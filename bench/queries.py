@@ -42,7 +42,7 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bufferhouse
 from bench.ingest import CLI, WORK, build_fleet, log, machine
-from bench.synth import DATA
+from tests.synth import DATA
 from bufferhouse import queries as bq
 from bufferhouse.queries.helpers import helper_macro_sql
 from bufferhouse.schema import TABLES, macros

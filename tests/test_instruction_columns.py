@@ -17,7 +17,7 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from bench import synth
+from tests import synth
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import hlo
 from bufferhouse.parse.text import columns, instructions, native

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import synth
+from tests import synth
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import parse_module
 from bufferhouse.parse.discover import ModuleFiles, discover

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 
 import bufferhouse
-from bench import synth
+from tests import synth
 from bufferhouse.check import check_warehouse
 from bufferhouse.parse import VECTOR_MIN_BYTES, parse_files
 from bufferhouse.parse.discover import discover

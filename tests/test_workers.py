@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 import bufferhouse
-from bench import synth
+from tests import synth
 from bufferhouse.check import check_warehouse
 from bufferhouse.load import handoff, parse_in_workers, workers
 from bufferhouse.load.schedule import input_bytes, largest_first
