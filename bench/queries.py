@@ -42,11 +42,11 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bufferhouse
 from bench.ingest import CLI, WORK, build_fleet, log, machine
-from tests.synth import DATA
 from bufferhouse import queries as bq
 from bufferhouse.queries.helpers import helper_macro_sql
 from bufferhouse.schema import TABLES, macros
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
+from tests.synth import DATA
 
 PACKAGE = Path(bufferhouse.__file__).resolve().parent
 

@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.synth import *  # noqa: E402, F403
-from tests.synth import DATA, main  # noqa: E402, F401
+from tests.synth import *  # noqa: F403
+from tests.synth import DATA, main  # noqa: F401
 
 if __name__ == "__main__":
     raise SystemExit(main())
