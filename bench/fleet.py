@@ -35,7 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import synth
+from tests import synth
 
 WORK = Path(__file__).resolve().parent / "_work"
 

@@ -56,7 +56,7 @@ import duckdb
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench import synth
+from tests import synth
 
 BENCH = Path(__file__).resolve().parent
 WORK = BENCH / "_work"

@@ -42,10 +42,11 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bufferhouse
 from bench.ingest import CLI, WORK, build_fleet, log, machine
-from bench.synth import DATA
 from bufferhouse import queries as bq
-from bufferhouse.schema import TABLES
+from bufferhouse.queries.helpers import helper_macro_sql
+from bufferhouse.schema import TABLES, macros
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
+from tests.synth import DATA
 
 PACKAGE = Path(bufferhouse.__file__).resolve().parent
 
@@ -260,6 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--quick", action="store_true", help="no fleet, 300 modules, 3 repeats (a smoke run)"
     )
+    ap.add_argument(
+        "--no-fleet",
+        action="store_true",
+        help="seed from the corpus copy alone (no 1 GB fleet), still copied to --modules/--rows",
+    )
     ap.add_argument("--rebuild", action="store_true", help="re-ingest the seed and copy it again")
     ap.add_argument(
         "--reuse",
@@ -291,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     trees = [build_tree(1)]
     if args.quick:
         args.modules, args.rows, args.repeat = 300, 0, 3
-    else:
+    elif not args.no_fleet:
         trees.append(build_fleet(1000, 1000))
     seed = build_seed(trees + args.extra, args.rebuild, args.reuse)
     with duckdb.connect(str(seed), read_only=True) as con:
@@ -304,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     con = duckdb.connect(str(db), read_only=True)
     views, queries = queries_at(args.rev)
     con.execute(bq.selector_macro_sql(temp=True))  # as bq.use_package_views does
+    con.execute(helper_macro_sql(temp=True))
+    macros.install(con, temp=True)  # the shared rules (schema/macros.py)
     for v in views:  # temp views shadow the warehouse's, as bq.use_package_views does
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)

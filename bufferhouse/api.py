@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bufferhouse import queries
@@ -14,6 +15,8 @@ from bufferhouse.schema.warehouse import connect as _connect
 from bufferhouse.schema.warehouse import connect_sealed
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from bufferhouse.compare import DiffResult, diff
 
 __all__ = [
@@ -112,21 +115,46 @@ def query(
 
     >>> bufferhouse.query("peak-buffers", db="fleet.duckdb", module="jit_train_step")
     """
-    q = queries.get(name)  # fail on an unknown name or parameter before opening anything
-    bound = q.bind(params)
+    return run_query(queries.get(name), params, db, wait=wait).table
+
+
+@dataclass(frozen=True)
+class QueryRun:
+    """A canned query's rows, and the modules its `module` parameter selected (more than
+    one when a name was compiled more than once; empty without a module)."""
+
+    table: pa.Table
+    matches: list[queries.ModuleMatch]
+
+
+def run_query(
+    q: queries.Query,
+    params: dict[str, object],
+    db: str | os.PathLike[str] | None = None,
+    *,
+    wait: float = 0.0,
+) -> QueryRun:
+    """Run a canned query already looked up: its parameters bound once (an unknown one
+    fails before anything is opened), on one connection that also says which modules
+    the `module` parameter selected."""
+    values = q.bind(params)
     with connect_sealed(db, wait=wait) as con:
         queries.use_package_views(con)
         # A selector that matches nothing (a typo) is an error, not an empty table.
-        if bound.get("module") is not None:
-            queries.require_module(con, str(bound["module"]))
-        if bound.get("event") is not None:
-            queries.require_event(con, str(bound["event"]))
-        if bound.get("label") is not None:
-            queries.require_label(con, str(bound["label"]))
+        if values.get("module") is not None:
+            queries.require_module(con, str(values["module"]))
+        if values.get("event") is not None:
+            queries.require_event(con, str(values["event"]))
+        if values.get("label") is not None:
+            queries.require_label(con, str(values["label"]))
         for param in queries.SNAPSHOT_PARAMS:
-            if bound.get(param) is not None:
-                params = {**params, param: queries.require_snapshot(con, str(bound[param]))}
-        return queries.run(con, q.name, params)
+            if values.get(param) is not None:
+                values[param] = queries.require_snapshot(con, str(values[param]))
+        table = queries.execute(con, q, values)
+        matches = []
+        if values.get("module") is not None and "module_id" in table.column_names:
+            matches = queries.module_matches(con, str(values["module"]))
+        return QueryRun(table, matches)
 
 
 def sql(

@@ -16,8 +16,8 @@ import duckdb
 import pytest
 
 import bufferhouse
-from bench import synth
 from bufferhouse.parse import shapes
+from tests import synth
 from tests.conftest import SAMPLES
 from tests.test_ingest_oracles import _recomputed_peak, peak_list_problems
 

@@ -30,6 +30,7 @@ def assert_one_line_error(result, exit_code: int, text: str) -> None:
 
 
 def test_report_into_a_missing_directory_is_one_line(oom_db, tmp_path):
+    pytest.importorskip("matplotlib")  # the report draws: the plot extra
     target = tmp_path / "nodir" / "r.html"
     result = run("report", "-o", target, "--db", oom_db)
     assert_one_line_error(result, 2, f"cannot write {target}: no directory {target.parent}")

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from bench import synth
 from bufferhouse.errors import DumpError, ParseError
 from bufferhouse.parse import hlo
 from bufferhouse.parse.text import columns, instructions, native
+from tests import synth
 from tests.test_hlo_common_form import (
     DAMAGED_TEXTS,
     DATA_TEXTS,

@@ -216,6 +216,7 @@ def test_one_compile_in_several_forms_is_counted_once(
 def test_the_report_headline_counts_compiles_not_forms(tmp_path: Path) -> None:
     """The text dump and the proto of the same compiles: the report's headline says
     len(PROGRAMS) compiles (and the modules behind them), not twice as many modules."""
+    pytest.importorskip("matplotlib")  # the report draws: the plot extra
     from bufferhouse import visual
 
     db = tmp_path / "both.duckdb"
@@ -251,6 +252,7 @@ def test_every_consumer_serves_every_form(
 ) -> None:
     """report, plot, export and attach on a text-only, proto-only and mixed warehouse:
     each runs, and the attached dataset answers as the warehouse does."""
+    pytest.importorskip("matplotlib")  # the report draws: the plot extra
     from bufferhouse import visual
     from bufferhouse.export import attach, export_warehouse
 
@@ -272,6 +274,7 @@ def test_every_consumer_serves_every_form(
 
 
 def test_a_profile_warehouse_serves_the_report(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")  # the report draws: the plot extra
     from bufferhouse import visual
 
     db = tmp_path / "xplane.duckdb"
@@ -433,6 +436,7 @@ def test_modules_without_a_peak_are_not_ranked_and_the_report_still_runs(tmp_pat
     """A split dump without its -live-range.txt has no peak from any source: it is
     listed after the ranked modules with no rank, and the report (which failed with
     "connection has an unfinished result" on duckdb 2) draws the rest."""
+    pytest.importorskip("matplotlib")  # the report draws: the plot extra
     from bufferhouse import visual
 
     tree = _sized(tmp_path, "s1", "text")

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench import synth
 from bufferhouse.errors import DumpError
 from bufferhouse.parse import parse_module
 from bufferhouse.parse.discover import ModuleFiles, discover
 from bufferhouse.parse.text import columns, vector
+from tests import synth
 from tests.conftest import DATA, SAMPLES
 
 GROUPS = [g for g in discover([DATA]) if g.buffer_assignment and not g.problems]

@@ -19,11 +19,11 @@ import duckdb
 import pytest
 
 import bufferhouse
-from bench import synth
 from bufferhouse.check import check_warehouse
 from bufferhouse.parse import VECTOR_MIN_BYTES, parse_files
 from bufferhouse.parse.discover import discover
 from bufferhouse.parse.text import vector
+from tests import synth
 from tests.conftest import CORPUS, SAMPLES
 
 pytestmark = pytest.mark.slow  # ingests in subprocesses, parser kills

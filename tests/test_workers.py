@@ -23,12 +23,12 @@ from pathlib import Path
 import pytest
 
 import bufferhouse
-from bench import synth
 from bufferhouse.check import check_warehouse
 from bufferhouse.load import handoff, parse_in_workers, workers
 from bufferhouse.load.schedule import input_bytes, largest_first
 from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
+from tests import synth
 from tests.conftest import CORPUS, SAMPLES
 from tests.test_faults import _snapshot
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import duckdb
 
 from bufferhouse.check.rules import CHECKS, Problem, rows
-from bufferhouse.schema import SCHEMA_VERSION, WAREHOUSE_TABLES
+from bufferhouse.schema import SCHEMA_VERSION, WAREHOUSE_TABLES, macros
 from bufferhouse.schema.warehouse import database_path, open_connection, schema_version
 
 __all__ = ["CheckReport", "Problem", "check_warehouse"]
@@ -102,6 +102,7 @@ def _check(con: duckdb.DuckDBPyConnection, path: str) -> CheckReport:
     report.problems.extend(version_problems)
     if version_problems:
         return report  # the other checks would only repeat that the tables are wrong
+    macros.install(con, temp=True)  # the checks' shared rules, whichever release wrote the file
     report.names = dict(rows(con, "module-names"))
     report.modules = len(report.names)
     for name, run in CHECKS:

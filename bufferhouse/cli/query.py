@@ -97,30 +97,29 @@ def query_command(name, params, db, dialect, top, fmt, output, limit, human, wid
 
         click.echo(transpile(name, dialect).text(), nl=False)
         return
+    q = canned.get(name)
     values = parse_pairs(params, "--param")
     if top is not None:
-        values = {**values, **top_param(name, top, values)}
-    table = bufferhouse.query(name, db, wait=wait, **values)
-    if values.get("module") is not None and "module_id" in table.column_names:
-        note_matches(values["module"], db)
-    emit(table, fmt, output, limit, human=human, wide=wide)
+        values = {**values, **top_param(q, top, values)}
+    result = api.run_query(q, values, db, wait=wait)
+    note_matches(values.get("module"), result.matches)
+    emit(result.table, fmt, output, limit, human=human, wide=wide)
 
 
-def top_param(name: str, top: int, values: dict[str, str]) -> dict[str, str]:
+def top_param(q: canned.Query, top: int, values: dict[str, str]) -> dict[str, str]:
     """--top N as the query's `top` parameter; a usage error for a query without one,
     or with --param top given too."""
     if "top" in values:
         raise click.UsageError("give --top or --param top=N, not both")
-    if not any(p.name == "top" for p in canned.get(name).params):
+    if not any(p.name == "top" for p in q.params):
         raise click.UsageError(
-            f"query {name} has no top parameter (bufferhouse queries show {name})"
+            f"query {q.name} has no top parameter (bufferhouse queries show {q.name})"
         )
     return {"top": str(top)}
 
 
-def note_matches(key: str, db: str | None) -> None:
+def note_matches(key: str | None, matches: list[canned.ModuleMatch]) -> None:
     """On stderr, when `key` selects several modules: which, and what tells them apart."""
-    matches = api.module_matches(key, db)
     if len(matches) < 2:
         return
     click.echo(

@@ -2,10 +2,10 @@
 
 Every table of the warehouse becomes a view with the same name, columns and
 docs, reading the dataset's files where they are (a local directory, a glob of
-several datasets, or a URL DuckDB can read). The views de-duplicate modules
-that several writers added (each copy has its own module_id): per content_hash
-the copy with the lowest run_id, and of every other table only the rows of
-that (module_id, run_id); labels are the union over the copies. On top come the package's views and bh_* macros, so
+several datasets, or a URL DuckDB can read). The views de-duplicate records
+that several writers added (each copy has its own id) by the one rule of
+schema/kinds.py: per hash the copy with the lowest run_id, only its children's
+rows, and the labels of every copy on it. On top come the package's views and bh_* macros, so
 every canned query runs on an export exactly as on a warehouse.
 
 The attached file holds views and one real table, `schema_info` (with the
@@ -25,7 +25,6 @@ from pathlib import Path
 import duckdb
 
 from bufferhouse.errors import ExportError
-from bufferhouse.export import runtime
 from bufferhouse.export.dataset import (
     PARTITION,
     SCHEMA_FILE,
@@ -34,6 +33,7 @@ from bufferhouse.export.dataset import (
 )
 from bufferhouse.queries import install_macros
 from bufferhouse.schema import SCHEMA_VERSION, TABLES, Table, quote_identifier, sql_string
+from bufferhouse.schema.kinds import kept_rows_sql
 from bufferhouse.schema.warehouse import open_connection
 
 RAW_SCHEMA = "bh_parquet"
@@ -113,61 +113,15 @@ def _raw_view(source: str, table: Table, present: bool) -> str:
 
 
 def _table_view(table: Table) -> str:
-    """The warehouse-named view: declared columns, one copy of each module."""
+    """The warehouse-named view: declared columns, one copy of each record (the dedup
+    rule of schema/kinds.py, over the raw views of the files)."""
     name = quote_identifier(table.name)
     raw = f"{RAW_SCHEMA}.{quote_identifier(table.name)}"
     cols = ", ".join(f"r.{quote_identifier(c)}" for c in table.column_names)
-    if table.name == "modules":
-        body = (
-            f"SELECT {cols} FROM {raw} AS r QUALIFY row_number() OVER "
-            "(PARTITION BY r.content_hash ORDER BY r.run_id, r.module_id) = 1"
-        )
-    elif table.name == "labels":  # every copy's labels, on the kept copy
-        cols = ", ".join(
-            f"{'m' if c == 'module_id' else 'r'}.{quote_identifier(c)}" for c in table.column_names
-        )
-        body = (
-            f"SELECT DISTINCT {cols} FROM {raw} AS r "
-            f"JOIN {RAW_SCHEMA}.modules AS c ON c.module_id = r.module_id "
-            "JOIN modules AS m ON m.content_hash = c.content_hash"
-        )
-    elif table.name == "diagnostics":
-        body = (
-            f"SELECT {cols} FROM {raw} AS r WHERE (r.module_id IS NULL AND (r.event_id IS NULL"
-            " OR EXISTS (SELECT 1 FROM oom_events AS e WHERE e.event_id = r.event_id"
-            " AND e.run_id = r.run_id))) OR EXISTS "
-            "(SELECT 1 FROM modules AS m WHERE m.module_id = r.module_id "
-            "AND m.run_id = r.run_id)"
-        )
-    elif table.name == "oom_events":  # one copy per event_hash, as modules per content_hash
-        body = (
-            f"SELECT {cols} FROM {raw} AS r QUALIFY row_number() OVER "
-            "(PARTITION BY r.event_hash ORDER BY r.run_id, r.event_id) = 1"
-        )
-    elif table.name == "oom_buffers":
-        body = (
-            f"SELECT {cols} FROM {raw} AS r SEMI JOIN oom_events AS e "
-            f"ON e.event_id = r.event_id AND e.run_id = r.{PARTITION}"
-        )
-    elif table.name == "oom_labels":  # every copy's labels, on the kept copy
-        cols = ", ".join(
-            f"{'e' if c == 'event_id' else 'r'}.{quote_identifier(c)}" for c in table.column_names
-        )
-        body = (
-            f"SELECT DISTINCT {cols} FROM {raw} AS r "
-            f"JOIN {RAW_SCHEMA}.oom_events AS c ON c.event_id = r.event_id "
-            "JOIN oom_events AS e ON e.event_hash = c.event_hash"
-        )
-    elif table.name in runtime.TABLES:
-        body = runtime.view_body(table.name, table.column_names, RAW_SCHEMA)
-    elif table.per_module:
-        body = (
-            f"SELECT {cols} FROM {raw} AS r SEMI JOIN modules AS m "
-            "ON m.module_id = r.module_id AND m.run_id = r.run_id"
-        )
-    elif is_partitioned(table):  # runs
+    body = kept_rows_sql(table, lambda t: f"{RAW_SCHEMA}.{quote_identifier(t)}", quote_identifier)
+    if body is None and is_partitioned(table):  # runs
         body = f"SELECT {cols} FROM {raw} AS r"
-    else:  # reference tables: every dataset of a glob has the same rows
+    elif body is None:  # reference tables: every dataset of a glob has the same rows
         body = f"SELECT DISTINCT {cols} FROM {raw} AS r"
     return f"CREATE OR REPLACE VIEW {name} AS {body}"
 

@@ -12,17 +12,17 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from bufferhouse.errors import ExportError
-from bufferhouse.export import runtime
 from bufferhouse.export.dataset import hive_partitioning, is_partitioned, table_schema
 from bufferhouse.schema import TABLES_BY_NAME
+from bufferhouse.schema.kinds import MODULE, OOM_EVENT, OWNED_BY_ANY, kept_rows_sql, kind_of
 
 
 def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) -> pa.Table:
     """One table of a dataset as the warehouse has it: declared columns, order and types.
 
     Without `dedup`, every copy of every row (all parts, all runs); with it,
-    only the rows of each module's representative copy: per content_hash the
-    lowest run_id (then module_id), each copy having its own module_id.
+    only the rows of each record's representative copy (schema/kinds.py's rule):
+    per hash the lowest run_id (then id), each copy having its own id.
     """
     root = Path(os.fspath(root))
     if name not in TABLES_BY_NAME:
@@ -44,68 +44,20 @@ def read_table(root: str | os.PathLike[str], name: str, *, dedup: bool = False) 
 
 
 def _dedup(root: Path, name: str, data: pa.Table) -> pa.Table:
-    if name in ("oom_events", "oom_buffers", "oom_labels"):
-        return _dedup_events(root, name, data)
-    if name in runtime.TABLES:
-        heads = read_table(root, runtime.HEAD) if name != runtime.HEAD else data
-        return runtime.dedup(name, data, heads)
-    modules = read_table(root, "modules") if name != "modules" else data
+    """The rows of `data` (table `name`, every copy) a reader keeps: the dedup rule of
+    schema/kinds.py, run in an in-memory DuckDB over the raw tables it reads."""
+    table = TABLES_BY_NAME[name]
+    kinds = [kind_of(name)] if name != OWNED_BY_ANY else [MODULE, OOM_EVENT]
     con = duckdb.connect()
     try:
-        con.register("raw_modules", modules)
-        con.register("raw", data)
-        keep = (
-            "SELECT module_id, run_id, content_hash FROM raw_modules "
-            "QUALIFY row_number() OVER (PARTITION BY content_hash ORDER BY run_id, module_id) = 1"
-        )
-        if name == "modules":
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
-        elif name == "labels":
-            # every copy's labels count (on the kept copy), like a re-ingest that adds labels
-            sql = (
-                "SELECT k.module_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
-                "JOIN raw_modules AS c USING (module_id) "
-                f"JOIN ({keep}) AS k ON k.content_hash = c.content_hash GROUP BY ALL"
-            )
-        elif name == "diagnostics":
-            events = read_table(root, "oom_events", dedup=True)
-            con.register("kept_events", events.select(["event_id", "run_id"]))
-            sql = (
-                f"SELECT r.* FROM raw AS r WHERE (r.module_id IS NULL AND (r.event_id IS NULL "
-                "OR EXISTS (SELECT 1 FROM kept_events AS e WHERE e.event_id = r.event_id "
-                "AND e.run_id = r.run_id))) OR EXISTS "
-                f"(SELECT 1 FROM ({keep}) AS k WHERE k.module_id = r.module_id "
-                "AND k.run_id = r.run_id)"
-            )
-        else:
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (module_id, run_id)"
-        return con.sql(sql).to_arrow_table()
-    finally:
-        con.close()
-
-
-def _dedup_events(root: Path, name: str, data: pa.Table) -> pa.Table:
-    """OOM events as modules: per event_hash the copy of the lowest run_id (then
-    event_id), its buffers, and every copy's labels on it."""
-    events = read_table(root, "oom_events") if name != "oom_events" else data
-    con = duckdb.connect()
-    try:
-        con.register("raw_events", events)
-        con.register("raw", data)
-        keep = (
-            "SELECT event_id, run_id, event_hash FROM raw_events QUALIFY row_number() "
-            "OVER (PARTITION BY event_hash ORDER BY run_id, event_id) = 1"
-        )
-        if name == "oom_events":
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (event_id, run_id)"
-        elif name == "oom_labels":
-            sql = (
-                "SELECT k.event_id, r.key, r.value, min(r.run_id) AS run_id FROM raw AS r "
-                "JOIN raw_events AS c USING (event_id) "
-                f"JOIN ({keep}) AS k ON k.event_hash = c.event_hash GROUP BY ALL"
-            )
-        else:
-            sql = f"SELECT r.* FROM raw AS r SEMI JOIN ({keep}) AS k USING (event_id, run_id)"
+        con.register(f"raw_{name}", data)
+        kept: dict[str, str] = {}
+        for kind in kinds:
+            head = kind.table.name
+            if head != name:
+                con.register(f"raw_{head}", read_table(root, head))
+            kept[head] = f"({kept_rows_sql(kind.table, 'raw_{}'.format, kept.get)})"
+        sql = kept_rows_sql(table, "raw_{}".format, kept.get)
         return con.sql(sql).to_arrow_table()
     finally:
         con.close()

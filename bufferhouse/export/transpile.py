@@ -33,6 +33,7 @@ from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 from bufferhouse import queries
 from bufferhouse.errors import QueryError
 from bufferhouse.queries.helpers import HELPER_NAME, HELPER_PARAMS, helper_body
+from bufferhouse.schema.macros import MACROS, PEAK_FIRST
 
 DIALECTS: tuple[str, ...] = ("spark", "trino", "bigquery", "postgres")
 
@@ -122,39 +123,61 @@ def _inline_views(name: str, tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _inline_selector(tree: exp.Expression) -> exp.Expression:
-    """Each call of the module selector macro (queries.SELECTOR_NAME), written out with
-    its arguments: the other engines have no such macro."""
-    body = sqlglot.parse_one(queries.SELECTOR_BODY, read="duckdb")
+#: bh_peak_first where sqlglot cannot carry DuckDB's STRUCT key over: Trino orders a
+#: ROW; BigQuery has no MIN_BY over a STRUCT, so an ordered ARRAY_AGG (an aggregate
+#: only, not a window).
+_PEAK_FIRST_IN = {
+    "trino": "MIN_BY(pos, ROW(-heap_bytes, pos))",
+    "bigquery": "ARRAY_AGG(pos ORDER BY heap_bytes DESC, pos LIMIT 1)[OFFSET(0)]",
+}
+
+
+def _expand(
+    tree: exp.Expression, macro: str, params: tuple[str, ...], body: exp.Expression
+) -> exp.Expression:
+    """Each call of the scalar macro `macro`, written out as `body` with its arguments
+    put in for `params`: the other engines have no such macro."""
 
     def fn(node: exp.Expression) -> exp.Expression:
-        if not (isinstance(node, exp.Anonymous) and node.name.lower() == queries.SELECTOR_NAME):
+        if not (isinstance(node, exp.Anonymous) and node.name.lower() == macro):
             return node
-        args = dict(zip(queries.SELECTOR_PARAMS, node.expressions))
+        args = dict(zip(params, node.expressions))
 
         def argument(part: exp.Expression) -> exp.Expression:
             if isinstance(part, exp.Column) and not part.table and part.name in args:
                 return args[part.name].copy()
             return part
 
-        return exp.Paren(this=body.copy().transform(argument))
+        out = body.copy().transform(argument)
+        return out if isinstance(out, (exp.Func, exp.Paren, exp.Bracket)) else exp.Paren(this=out)
 
-    tree = tree.transform(fn)
-    helper = sqlglot.parse_one(helper_body(), read="duckdb")
+    return tree.transform(fn)
 
-    def helper_fn(node: exp.Expression) -> exp.Expression:
-        if not (isinstance(node, exp.Anonymous) and node.name.lower() == HELPER_NAME):
-            return node
-        (argument,) = node.expressions
 
-        def put(part: exp.Expression) -> exp.Expression:
-            if isinstance(part, exp.Column) and not part.table and part.name == HELPER_PARAMS[0]:
-                return argument.copy()
-            return part
-
-        return exp.Paren(this=helper.copy().transform(put))
-
-    return tree.transform(helper_fn)
+def _inline_macros(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:
+    """The module selector, the helper rule and the shared macros (schema/macros.py),
+    written out where they are called."""
+    tree = _expand(
+        tree,
+        queries.SELECTOR_NAME,
+        queries.SELECTOR_PARAMS,
+        sqlglot.parse_one(queries.SELECTOR_BODY, read="duckdb"),
+    )
+    tree = _expand(
+        tree, HELPER_NAME, HELPER_PARAMS, sqlglot.parse_one(helper_body(), read="duckdb")
+    )
+    for macro in MACROS:
+        body = sqlglot.parse_one(macro.body, read="duckdb")
+        if macro is PEAK_FIRST and dialect in _PEAK_FIRST_IN:
+            for call in tree.find_all(exp.Anonymous):
+                in_window = isinstance(call.parent, exp.Window)
+                if call.name.lower() == macro.name and in_window and dialect == "bigquery":
+                    raise _unsupported(
+                        name, dialect, f"{macro.name}() OVER", "no ordered aggregate as a window"
+                    )
+            body = sqlglot.parse_one(_PEAK_FIRST_IN[dialect], read=dialect)
+        tree = _expand(tree, macro.name, macro.params, body)
+    return tree
 
 
 def _rewrite(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:
@@ -355,7 +378,7 @@ def transpile(name: str, dialect: str, *, pretty: bool = True) -> Transpiled:
     q = queries.get(name)
     tree = sqlglot.parse_one(q.sql, read="duckdb")
     tree = _inline_views(q.name, tree)
-    tree = _inline_selector(tree)
+    tree = _inline_macros(name, dialect, tree)
     tree = _rewrite(q.name, dialect, tree)
     tree = _mark_params(dialect, tree, {p.name: p.type for p in q.params})
     _check_functions(q.name, dialect, tree)

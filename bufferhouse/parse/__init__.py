@@ -199,9 +199,9 @@ def parse_files(
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
     the proto's trace, disagreements as warnings) or from a profile; each form gives
-    A LogFile is scanned for OOM events instead (parse_log), a ProfileFile read as a
-    device memory snapshot (parse_profile).
-    A LogFile is scanned for OOM events instead (parse_log).
+    one Reading, and one derive step turns it into the module's rows. A LogFile is
+    scanned for OOM events instead (parse_log), a ProfileFile read as a device memory
+    snapshot (parse_profile).
     """
     if isinstance(files, LogFile):
         return parse_log(files)

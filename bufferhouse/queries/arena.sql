@@ -23,7 +23,7 @@
 -- note: Tuple-shaped values (pointer tables XLA never heap-simulates) are drawn but, as in the heap peak, not counted in max_live_bytes.
 -- example: bufferhouse query arena --param module=jit_train_step --param allocation=4
 WITH chosen AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id, module_name, schedule_length
   FROM modules
   WHERE
@@ -32,7 +32,7 @@ WITH chosen AS (
     module_name = coalesce($module, error('arena needs a module'))
     OR bh_is_module($module, module_name, file_stem, module_id, content_hash)
 ),
--- large tables are read through semi-joins on chosen: see queries/__init__.py
+-- large tables are read through semi-joins on chosen: docs/query-planning.md
 target AS (
   SELECT
     a.module_id,

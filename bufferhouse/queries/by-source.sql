@@ -12,7 +12,7 @@
 -- note: Rows come from the heap_peak_values view, so indefinite allocations (parameters, outputs) count too; ingest stores them rolled up per module and op (heap_peak_sources).
 -- example: bufferhouse query by-source --param key_by=op_name --param name_depth=3
 WITH wanted AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id
   FROM modules
   WHERE

@@ -14,7 +14,7 @@
 -- note: Categories overlap as in XLA's ComputeSummaryStats: a donated parameter counts as parameter, output and alias, so the columns do not add up to total_bytes.
 -- note: memory_analysis() reports host memory space 5 in separate host_* fields; the per-color rows keep them apart.
 WITH chosen AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id, module_name
   FROM modules
   WHERE

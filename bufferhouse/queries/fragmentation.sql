@@ -12,7 +12,7 @@
 -- column waste_pct: waste_bytes as a percentage of size.
 -- note: Matches XLA's `fragmentation_size = heap_size - no_fragmentation_heap_size` per arena, computed from offsets, sizes and live ranges. NULL when the module has no live ranges.
 WITH chosen AS (
-  -- the module selector (see queries/__init__.py), and one integer sort key
+  -- the module selector (see docs/query-planning.md), and one integer sort key
   -- for (module_name, module_id)
   SELECT
     module_id,

@@ -16,7 +16,7 @@
 -- note: The trace wins: a module with heap_events in the space (a proto or profile, alone or beside its text dump) is drawn from them, one row per event (the rows of the heap_trace_steps view, as heap-trace reads them); only modules without one sweep live ranges. A module read from a proto alone with no trace in the space has no rows.
 -- example: bufferhouse query heap-timeline --param module=jit_train_step --format csv
 WITH selected AS (
-  -- the module selector (see queries/__init__.py)
+  -- the module selector (see docs/query-planning.md)
   SELECT m.module_id, m.module_name, m.schedule_length, m.sections
   FROM modules AS m
   WHERE
@@ -53,8 +53,9 @@ chosen AS (
     )
 ),
 -- large tables are read through semi-joins on chosen and traced: see
--- queries/__init__.py. The trace's rows are the heap_trace_steps view's (the
--- same numbering and peak), computed here on the module's events only
+-- docs/query-planning.md. The trace's rows are the heap_trace_steps view's
+-- (the same numbering, the peak by bh_peak_first), computed here on the
+-- module's events only: the view's windows would read every module's
 trace_events AS (
   SELECT
     e.module_id,
@@ -64,8 +65,7 @@ trace_events AS (
     row_number() OVER (
       PARTITION BY e.module_id
       ORDER BY e.trace_index, e.event_index
-    ) - 1 AS step,
-    max(e.heap_bytes) OVER (PARTITION BY e.module_id) AS space_peak
+    ) - 1 AS step
   FROM heap_events AS e
   WHERE
     e.color = $space
@@ -74,7 +74,7 @@ trace_events AS (
 trace_steps AS (
   SELECT
     t.*,
-    min(CASE WHEN t.heap_bytes = t.space_peak THEN t.step END) OVER (
+    bh_peak_first(t.step, t.heap_bytes) OVER (
       PARTITION BY t.module_id
     ) AS peak_step
   FROM trace_events AS t
@@ -125,7 +125,8 @@ temp_values AS (
   WHERE a.size > 0
 ),
 -- each value's live steps, generated from its range rather than by joining
--- every step to every value
+-- every step to every value: bh_live_at(time, start_time, end_time), the
+-- range clamped to the schedule
 live AS (
   SELECT t.module_id, s.range AS time, t.allocation_index, t.value_id, t.lo,
     t.hi

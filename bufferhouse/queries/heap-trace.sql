@@ -14,7 +14,7 @@
 -- column static_bytes: The bytes held throughout: the space's indefinite allocations (heap_peaks.indefinite_bytes).
 -- column live_bytes: static_bytes + heap_bytes: the curve XProf's memory viewer draws.
 -- column is_peak: The event reaches the trace's peak (first maximum).
--- note: Text dumps have no trace (no rows): heap-timeline sweeps their live ranges instead, and draws this trace (one row per event) for a module that has one. The heap_trace_steps view defines the same rows for every module; this query reads heap_events scoped to the module (see queries/__init__.py). The maximum of live_bytes is heap_peaks.heap_peak_bytes; XLA's own figure over the same trace is modules.trace_peak_bytes.
+-- note: Text dumps have no trace (no rows): heap-timeline sweeps their live ranges instead, and draws this trace (one row per event) for a module that has one. The heap_trace_steps view defines the same rows for every module; this query reads heap_events scoped to the module (see docs/query-planning.md). The maximum of live_bytes is heap_peaks.heap_peak_bytes; XLA's own figure over the same trace is modules.trace_peak_bytes.
 -- example: bufferhouse query heap-trace --param module=jit_train_step --format csv
 WITH chosen AS (
   SELECT m.module_id, m.module_name
@@ -34,20 +34,18 @@ events AS (
     e.instruction,
     e.value_id,
     e.size,
-    e.heap_bytes,
-    max(e.heap_bytes) OVER (PARTITION BY e.module_id) AS module_peak,
-    max(e.heap_bytes) OVER (
-      PARTITION BY e.module_id, e.trace_index
-    ) AS trace_peak
+    e.heap_bytes
   FROM heap_events AS e
   WHERE
     e.color = $space
     AND e.module_id IN (SELECT module_id FROM chosen)
 ),
 first_peak AS (
-  SELECT module_id, trace_index, min(event_index) AS event_index
+  SELECT
+    module_id,
+    trace_index,
+    bh_peak_first(event_index, heap_bytes) AS event_index
   FROM events
-  WHERE heap_bytes = trace_peak
   GROUP BY module_id, trace_index
 )
 SELECT

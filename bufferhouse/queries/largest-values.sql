@@ -16,13 +16,13 @@
 -- column op_name: Framework op name.
 -- column source: source_file:source_line, NULL if unknown.
 WITH wanted AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id
   FROM modules
   WHERE
     bh_is_module($module, module_name, file_stem, module_id, content_hash)
 ),
--- each large table is read scoped to the module: see queries/__init__.py
+-- each large table is read scoped to the module: see docs/query-planning.md
 cutoff AS (
   SELECT min(size) AS size
   FROM (

@@ -14,7 +14,7 @@
 -- column heap_peak_bytes: Heap peak of the space; on fleet rows the largest module's.
 -- note: Colors are backend-specific numbers; names come from memory_spaces (TPU names as in XProf's memory viewer).
 WITH chosen AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT
     h.module_id,
     m.module_name,

@@ -23,7 +23,7 @@
 -- example: bufferhouse query modules --param label=jax=0.7.2
 WITH chosen AS (
   -- the module selector; each large table is read scoped to the chosen
-  -- modules: see queries/__init__.py
+  -- modules: see docs/query-planning.md
   SELECT
     module_id, module_name, module_number, backend, format_era,
     allocation_count, value_count, total_bytes, logical_peak_bytes,

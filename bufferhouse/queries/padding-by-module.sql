@@ -11,7 +11,7 @@
 -- column padding_pct: padding_bytes as a percentage of assigned_bytes.
 -- note: Aliased values share a slice and count once. A slice reused over time by values of different shapes counts once, with its largest logical size.
 WITH chosen AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id, module_name
   FROM modules
   WHERE

@@ -17,7 +17,7 @@
 -- column op_name: Framework op name.
 -- note: Padding is tile padding on TPU (minor dimension to 128, second-minor to 8) and dynamic-shape metadata (4 bytes per dimension) on CPU/GPU.
 WITH chosen AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id, module_name
   FROM modules
   WHERE

@@ -23,13 +23,13 @@
 -- note: One rule for every form (heap_peak_buffers, computed at ingest): the temp values held at the peak per the heap-simulator trace where the peak came from one, else per the live ranges, and each indefinite allocation once, by its largest value; a text dump, its proto and a profile of one compile list the same rows, summing to heap_peak_bytes. `source` is the op's source line, `peak_source` the peak's.
 -- example: bufferhouse query peak-buffers --param module=jit_train_step
 WITH wanted AS (
-  -- the module selector: see queries/__init__.py
+  -- the module selector: see docs/query-planning.md
   SELECT module_id
   FROM modules
   WHERE
     bh_is_module($module, module_name, file_stem, module_id, content_hash)
 ),
--- each large table is read scoped to the module: see queries/__init__.py;
+-- each large table is read scoped to the module: see docs/query-planning.md;
 -- heap_peak_buffers holds the heap_peak_values rows, computed at ingest
 candidates AS (
   SELECT

@@ -1,7 +1,7 @@
 """The module selector: how a `module` parameter picks modules, and what the tool
 says when it picks none (a typo) or several (a name compiled more than once).
 
-See the queries package docstring for why it is a macro (bh_is_module) and not
+See docs/query-planning.md for why it is a macro (bh_is_module) and not
 the module_keys view.
 """
 

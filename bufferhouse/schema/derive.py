@@ -20,7 +20,13 @@ from importlib import resources
 import duckdb
 import pyarrow as pa
 
-from bufferhouse.schema import DERIVED_TABLES, arrow_schema, create_statements, quote_identifier
+from bufferhouse.schema import (
+    DERIVED_TABLES,
+    arrow_schema,
+    create_statements,
+    macros,
+    quote_identifier,
+)
 
 #: Tables the statements read, all per module.
 BASE_TABLES = (
@@ -54,6 +60,7 @@ def derive(con: duckdb.DuckDBPyConnection, lo: int, hi: int) -> None:
     (or not at all). Those modules must have no derived rows yet.
     """
     params = {"lo": lo, "hi": hi}
+    macros.install(con, temp=True)  # the rules the statements share (schema/macros.py)
     for name, select in STATEMENTS.items():
         con.execute(f"INSERT INTO {quote_identifier(name)}\n{select}", params)
 
@@ -112,6 +119,7 @@ def derived_tables(tables: dict[str, pa.Table]) -> dict[str, pa.Table]:
                 ).fetchall()[0]
         ids = [i for i in ids if i is not None]
         out = {}
+        macros.install(con, temp=True)
         for table in DERIVED_TABLES:
             if ids:
                 derive_one = STATEMENTS[table.name]

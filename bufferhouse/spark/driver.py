@@ -10,12 +10,14 @@ import json
 import os
 import socket
 import sys
+import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import sqlglot
 
 from bufferhouse.export.dataset import is_partitioned, table_schema, write_metadata_files
 from bufferhouse.export.parquet import known_module_ids
@@ -27,7 +29,9 @@ from bufferhouse.schema import (
     SCHEMA_VERSION,
     TABLES,
     TABLES_BY_NAME,
+    Table,
 )
+from bufferhouse.schema.kinds import KINDS, kept_rows_sql
 from bufferhouse.schema.tables import MEMORY_SPACE_NAMES
 from bufferhouse.spark.executor import decoder, write_batches
 from bufferhouse.spark.types import (
@@ -231,11 +235,11 @@ def ingest(
 
 
 def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str, DataFrame]:
-    """The tables of a Parquet dataset as DataFrames, each module (content_hash) once:
-    the copy with the lowest run_id, then module_id; labels of every copy on it. OOM
-    events alike, by event_hash, and snapshots by snapshot_hash."""
-    functions, window = pyspark_modules()
+    """The tables of a Parquet dataset as DataFrames, each record once: the dedup rule
+    of schema/kinds.py (per hash the copy with the lowest run_id, then id; the labels
+    of every copy on it), transpiled to Spark SQL over temp views of the files."""
     root = os.fspath(root).rstrip("/")
+    tag = uuid.uuid4().hex[:8]
     raw: dict[str, DataFrame] = {}
     for table in TABLES:
         schema = spark_schema(table, partition=True)
@@ -244,65 +248,31 @@ def read_dataset(spark: SparkSession, root: str | os.PathLike[str]) -> dict[str,
             raw[table.name] = spark.read.schema(schema).parquet(path)
         else:
             raw[table.name] = spark.createDataFrame([], schema)
+    views = {f"_bh_raw_{tag}_{name}": df for name, df in raw.items()}
+    for view, df in views.items():
+        df.createOrReplaceTempView(view)
 
-    def first_copy(df: DataFrame, key: str, *order: str) -> DataFrame:
-        """One row per `key`: the first in `order`."""
-        rank = functions.row_number().over(window.Window.partitionBy(key).orderBy(*order))
-        return df.withColumn("_bh_n", rank).filter("_bh_n = 1").drop("_bh_n")
+    def kept_rows(table: Table) -> DataFrame | None:
+        sql = kept_rows_sql(table, f"_bh_raw_{tag}_{{}}".format, f"_bh_kept_{tag}_{{}}".format)
+        if sql is None:
+            return None
+        return spark.sql(sqlglot.transpile(sql, read="duckdb", write="spark")[0])
 
-    def on_kept_copy(name: str, owners: str, kept: DataFrame, key: str, content: str) -> DataFrame:
-        """The labels in table `name` of every copy in `owners`, on the copy in `kept` with
-        the same `content` hash, once each."""
-        copies = raw[owners].select(key, content)
-        return (
-            raw[name]
-            .join(copies, key)
-            .join(kept.select(functions.col(key).alias("_bh_kept"), content), content)
-            .select(functions.col("_bh_kept").alias(key), *TABLES_BY_NAME[name].column_names[1:])
-            .distinct()
-        )
-
-    modules = first_copy(raw["modules"], "content_hash", "run_id", "module_id")
-    keep = modules.select("module_id", "run_id")
-    # OOM events as modules: per event_hash the copy of the lowest run_id, then event_id
-    events = first_copy(raw["oom_events"], "event_hash", "run_id", "event_id")
-    keep_events = events.select("event_id", "run_id")
-    snapshots = first_copy(raw["runtime_snapshots"], "snapshot_hash", "run_id", "snapshot_id")
-    keep_snapshots = snapshots.select("snapshot_id", "run_id")
     out: dict[str, DataFrame] = {}
+    for kind in KINDS:  # the kept copies first: the other tables' rules read them
+        out[kind.table.name] = kept_rows(kind.table)
+        views[f"_bh_kept_{tag}_{kind.table.name}"] = out[kind.table.name]
+        out[kind.table.name].createOrReplaceTempView(f"_bh_kept_{tag}_{kind.table.name}")
     for table in TABLES:
-        cols = table.column_names
-        df = raw[table.name]
-        if table.name == "modules":
-            df = modules
-        elif table.name == "labels":
-            df = on_kept_copy("labels", "modules", modules, "module_id", "content_hash")
-        elif table.name == "diagnostics":
-            df = (
-                df.filter("module_id IS NULL AND event_id IS NULL")
-                .unionByName(df.join(keep, ["module_id", "run_id"], "left_semi"))
-                .unionByName(df.join(keep_events, ["event_id", "run_id"], "left_semi"))
-            )
-        elif table.name == "oom_events":
-            df = events
-        elif table.name == "oom_buffers":
-            df = df.join(keep_events, ["event_id", "run_id"], "left_semi")
-        elif table.name == "oom_labels":
-            df = on_kept_copy("oom_labels", "oom_events", events, "event_id", "event_hash")
-        elif table.name == "runtime_snapshots":
-            df = snapshots
-        elif table.name in ("runtime_samples", "runtime_frames"):
-            df = df.join(keep_snapshots, ["snapshot_id", "run_id"], "left_semi")
-        elif table.name == "runtime_labels":
-            df = on_kept_copy(
-                "runtime_labels", "runtime_snapshots", snapshots, "snapshot_id", "snapshot_hash"
-            )
-        elif table.per_module:
-            df = df.join(keep, ["module_id", "run_id"], "left_semi")
-        elif not is_partitioned(table):
-            df = df.distinct()
-        out[table.name] = df.select(*cols)
-    return out
+        if table.name in out:
+            continue
+        df = kept_rows(table)
+        if df is None:
+            df = raw[table.name] if is_partitioned(table) else raw[table.name].distinct()
+        out[table.name] = df.select(*table.column_names)
+    for view in views:  # the DataFrames hold their analysed plans, not the names
+        spark.catalog.dropTempView(view)
+    return {table.name: out[table.name] for table in TABLES}
 
 
 def _has_files(path: str) -> bool:

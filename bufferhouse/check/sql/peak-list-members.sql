@@ -21,7 +21,7 @@ live AS (
   SELECT lr.module_id, lr.instruction, lr.shape_index
   FROM live_ranges AS lr
   JOIN checked AS c USING (module_id)
-  WHERE c.logical_peak_time BETWEEN lr.start_time AND lr.end_time
+  WHERE bh_live_at(c.logical_peak_time, lr.start_time, lr.end_time)
 ),
 printed AS (
   SELECT p.module_id, p.instruction, p.shape_index

@@ -29,20 +29,16 @@ WITH numbered AS (
     row_number() OVER (
       PARTITION BY e.module_id, e.color
       ORDER BY e.trace_index, e.event_index
-    ) - 1 AS step,
-    max(e.heap_bytes) OVER (PARTITION BY e.module_id, e.color) AS space_peak,
-    max(e.heap_bytes) OVER (
-      PARTITION BY e.module_id, e.color, e.trace_index
-    ) AS trace_peak
+    ) - 1 AS step
   FROM heap_events AS e
 ),
 firsts AS (
   SELECT
     n.*,
-    min(CASE WHEN n.heap_bytes = n.trace_peak THEN n.step END) OVER (
+    bh_peak_first(n.step, n.heap_bytes) OVER (
       PARTITION BY n.module_id, n.color, n.trace_index
     ) AS trace_peak_step,
-    min(CASE WHEN n.heap_bytes = n.space_peak THEN n.step END) OVER (
+    bh_peak_first(n.step, n.heap_bytes) OVER (
       PARTITION BY n.module_id, n.color
     ) AS peak_step
   FROM numbered AS n

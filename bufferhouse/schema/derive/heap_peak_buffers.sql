@@ -32,18 +32,17 @@ WITH placed AS MATERIALIZED (
 ),
 peak_events AS MATERIALIZED (
   -- the first event (trace order) at each color's highest heap_bytes
-  SELECT module_id, color, trace_index, event_index
+  SELECT module_id, color, peak.trace_index, peak.event_index
   FROM (
     SELECT
-      module_id, color, trace_index, event_index,
-      row_number() OVER (
-        PARTITION BY module_id, color
-        ORDER BY heap_bytes DESC, trace_index, event_index
-      ) AS rank
+      module_id, color,
+      bh_peak_first(
+        {'trace_index': trace_index, 'event_index': event_index}, heap_bytes
+      ) AS peak
     FROM heap_events
     WHERE module_id BETWEEN $lo AND $hi
+    GROUP BY module_id, color
   )
-  WHERE rank = 1
 ),
 held AS MATERIALIZED (
   -- held at the trace's peak: allocated (or shared) more often than freed up
@@ -67,10 +66,7 @@ facts AS MATERIALIZED (
     CASE
       WHEN f.peak_source = 'trace' THEN h.value_id IS NOT NULL
       ELSE f.peak_time IS NOT NULL
-        AND (
-          lr.start_time IS NULL
-          OR f.peak_time BETWEEN lr.start_time AND lr.end_time
-        )
+        AND bh_live_at(f.peak_time, lr.start_time, lr.end_time)
     END AS live_at_peak
   FROM placed AS f
   LEFT JOIN (
