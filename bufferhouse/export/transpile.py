@@ -33,6 +33,7 @@ from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 from bufferhouse import queries
 from bufferhouse.errors import QueryError
 from bufferhouse.queries.helpers import HELPER_NAME, HELPER_PARAMS, helper_body
+from bufferhouse.queries.sizes import SIZE_NAME, SIZE_PARAMS, size_body
 
 DIALECTS: tuple[str, ...] = ("spark", "trino", "bigquery", "postgres")
 
@@ -122,15 +123,30 @@ def _inline_views(name: str, tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _inline_selector(tree: exp.Expression) -> exp.Expression:
-    """Each call of the module selector macro (queries.SELECTOR_NAME), written out with
-    its arguments: the other engines have no such macro."""
-    body = sqlglot.parse_one(queries.SELECTOR_BODY, read="duckdb")
+#: The scalar macros the queries call, each (name, parameters, body): the other engines
+#: have no macros, so each call is written out with its arguments.
+_MACROS = (
+    (queries.SELECTOR_NAME, queries.SELECTOR_PARAMS, queries.SELECTOR_BODY),
+    (HELPER_NAME, HELPER_PARAMS, helper_body()),
+    (SIZE_NAME, SIZE_PARAMS, size_body()),
+)
 
+
+def _inline_selector(tree: exp.Expression) -> exp.Expression:
+    """Each call of the package's scalar macros (the module selector, the helper rule,
+    the size with units), written out with its arguments."""
+    for name, params, text in _MACROS:
+        tree = _inline_macro(tree, name, params, sqlglot.parse_one(text, read="duckdb"))
+    return tree
+
+
+def _inline_macro(
+    tree: exp.Expression, name: str, params: tuple[str, ...], body: exp.Expression
+) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
-        if not (isinstance(node, exp.Anonymous) and node.name.lower() == queries.SELECTOR_NAME):
+        if not (isinstance(node, exp.Anonymous) and node.name.lower() == name):
             return node
-        args = dict(zip(queries.SELECTOR_PARAMS, node.expressions))
+        args = dict(zip(params, node.expressions))
 
         def argument(part: exp.Expression) -> exp.Expression:
             if isinstance(part, exp.Column) and not part.table and part.name in args:
@@ -139,22 +155,7 @@ def _inline_selector(tree: exp.Expression) -> exp.Expression:
 
         return exp.Paren(this=body.copy().transform(argument))
 
-    tree = tree.transform(fn)
-    helper = sqlglot.parse_one(helper_body(), read="duckdb")
-
-    def helper_fn(node: exp.Expression) -> exp.Expression:
-        if not (isinstance(node, exp.Anonymous) and node.name.lower() == HELPER_NAME):
-            return node
-        (argument,) = node.expressions
-
-        def put(part: exp.Expression) -> exp.Expression:
-            if isinstance(part, exp.Column) and not part.table and part.name == HELPER_PARAMS[0]:
-                return argument.copy()
-            return part
-
-        return exp.Paren(this=helper.copy().transform(put))
-
-    return tree.transform(helper_fn)
+    return tree.transform(fn)
 
 
 def _rewrite(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:

@@ -83,6 +83,7 @@ from bufferhouse.queries.selector import (
     require_snapshot,
     selector_macro_sql,
 )
+from bufferhouse.queries.sizes import SIZE_NAME, SIZE_PARAMS, size_macro_sql
 from bufferhouse.schema import quote_identifier, sql_string
 from bufferhouse.schema.warehouse import require_query
 
@@ -409,7 +410,7 @@ def get(name: str) -> Query:
 def installed_names() -> dict[str, set[str]]:
     """The views and macros install_macros puts in a warehouse, by kind: what `check`
     holds a file's own against (anything else was put there by someone else)."""
-    macros = {SELECTOR_NAME, HELPER_NAME, *(q.macro_name for q in queries())}
+    macros = {SELECTOR_NAME, HELPER_NAME, SIZE_NAME, *(q.macro_name for q in queries())}
     return {"view": {v.name for v in views()}, "macro": macros}
 
 
@@ -419,6 +420,16 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     try:
         con.execute(selector_macro_sql())
         con.execute(helper_macro_sql())
+        con.execute(size_macro_sql())
+        con.execute(
+            f"COMMENT ON MACRO {SIZE_NAME} IS "
+            + sql_string(
+                "The bytes a size with units spells (16GiB, 80GB, 1.5 TiB, 1000; K, Ki, KiB ... "
+                "are powers of 1024, KB ... of 1000), NULL for NULL; anything else is an error "
+                "naming param_name (bufferhouse/queries/sizes.py). Usage: SELECT "
+                f"{SIZE_NAME}('16GiB', 'capacity')"
+            )
+        )
         con.execute(
             f"COMMENT ON MACRO {HELPER_NAME} IS "
             + sql_string(
@@ -469,6 +480,7 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
     """
     con.execute(selector_macro_sql(temp=True))
     con.execute(helper_macro_sql(temp=True))
+    con.execute(size_macro_sql(temp=True))
     for v in views():
         con.execute(
             v.view_sql().replace("CREATE OR REPLACE VIEW", "CREATE OR REPLACE TEMP VIEW", 1)
@@ -587,6 +599,15 @@ def markdown_reference() -> str:
         "",
         "```sql",
         f"SELECT module_name, heap_peak_bytes FROM modules WHERE NOT {HELPER_NAME}(module_name)",
+        "```",
+        "",
+        f"`{SIZE_NAME}({', '.join(SIZE_PARAMS)})`: the bytes a size with units spells "
+        "(`16GiB`, `80GB`, `1.5 TiB`, `1000`; K, Ki and KiB ... are powers of 1024, KB ... of "
+        "1000); NULL for NULL, and for anything else an error naming `param_name`. Every "
+        "size parameter (`capacity` of `fits` and `device-budget`) is read with it:",
+        "",
+        "```sql",
+        f"SELECT {SIZE_NAME}('16GiB', 'capacity')  -- 17179869184",
         "```",
         "",
     ]
