@@ -83,7 +83,7 @@ from bufferhouse.queries.selector import (
     require_snapshot,
     selector_macro_sql,
 )
-from bufferhouse.queries.sizes import SIZE_NAME, SIZE_PARAMS, size_macro_sql
+from bufferhouse.queries.sizes import SIZE_COMMENT, SIZE_DOC, SIZE_NAME, SIZE_PARAMS, size_macro_sql
 from bufferhouse.schema import quote_identifier, sql_string
 from bufferhouse.schema.warehouse import require_query
 
@@ -421,24 +421,7 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(selector_macro_sql())
         con.execute(helper_macro_sql())
         con.execute(size_macro_sql())
-        con.execute(
-            f"COMMENT ON MACRO {SIZE_NAME} IS "
-            + sql_string(
-                "The bytes a size with units spells (16GiB, 80GB, 1.5 TiB, 1000; K, Ki, KiB ... "
-                "are powers of 1024, KB ... of 1000), NULL for NULL; anything else is an error "
-                "naming param_name (bufferhouse/queries/sizes.py). Usage: SELECT "
-                f"{SIZE_NAME}('16GiB', 'capacity')"
-            )
-        )
-        con.execute(
-            f"COMMENT ON MACRO {HELPER_NAME} IS "
-            + sql_string(
-                "True when module_name is one of jax's helper programs: jit__<private "
-                "function> or jit_<lax primitive> (eager op-by-op dispatch); the rule is "
-                "bufferhouse/queries/helpers.py's. Usage: SELECT * FROM modules WHERE "
-                f"NOT {HELPER_NAME}(module_name)"
-            )
-        )
+        con.execute(f"COMMENT ON MACRO {SIZE_NAME} IS {sql_string(SIZE_COMMENT)}")
         con.execute(
             f"COMMENT ON MACRO {SELECTOR_NAME} IS "
             + sql_string(
@@ -601,10 +584,7 @@ def markdown_reference() -> str:
         f"SELECT module_name, heap_peak_bytes FROM modules WHERE NOT {HELPER_NAME}(module_name)",
         "```",
         "",
-        f"`{SIZE_NAME}({', '.join(SIZE_PARAMS)})`: the bytes a size with units spells "
-        "(`16GiB`, `80GB`, `1.5 TiB`, `1000`; K, Ki and KiB ... are powers of 1024, KB ... of "
-        "1000); NULL for NULL, and for anything else an error naming `param_name`. Every "
-        "size parameter (`capacity` of `fits` and `device-budget`) is read with it:",
+        f"`{SIZE_NAME}({', '.join(SIZE_PARAMS)})`: {SIZE_DOC}:",
         "",
         "```sql",
         f"SELECT {SIZE_NAME}('16GiB', 'capacity')  -- 17179869184",

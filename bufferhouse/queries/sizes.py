@@ -10,6 +10,13 @@ from __future__ import annotations
 
 SIZE_NAME = "bh_size_bytes"
 SIZE_PARAMS = ("size_text", "param_name")
+SIZE_DOC = (
+    "the bytes a size with units spells (`16GiB`, `80GB`, `1.5 TiB`, `1000`; K, Ki and KiB ..."
+    " are powers of 1024, KB ... of 1000); NULL for NULL, and for anything else an error"
+    " naming `param_name`. Every size parameter (`capacity` of `fits` and `device-budget`)"
+    " is read with it"
+)
+SIZE_COMMENT = f"{SIZE_DOC[0].upper()}{SIZE_DOC[1:]} (bufferhouse/queries/sizes.py). Usage: SELECT {SIZE_NAME}('16GiB', 'capacity')"
 
 #: Unit (upper case, as written after the number) -> bytes.
 UNITS: dict[str, str] = {
