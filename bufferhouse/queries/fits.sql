@@ -151,9 +151,18 @@ held_out AS (
   FROM left_out
 ),
 at_limit AS (
+  -- the compile at the largest fitting size (of two at that size, the larger)
   SELECT program, labels, module_id, peak_bytes
-  FROM sweeps
-  WHERE fits AND size_number = largest_fitting
+  FROM (
+    SELECT
+      program, labels, module_id, peak_bytes,
+      row_number() OVER (
+        PARTITION BY program, labels ORDER BY peak_bytes DESC, module_id
+      ) AS nth
+    FROM sweeps
+    WHERE fits AND size_number = largest_fitting
+  ) AS t
+  WHERE nth = 1
 ),
 categories AS (
   SELECT
