@@ -2,7 +2,7 @@
 -- description: Will the next step fit: per device, the live buffers of a snapshot plus the largest transient of the compiled modules of the same run, against a capacity.
 -- param snapshot VARCHAR = NULL: The snapshot (snapshot_id, 12-digit hash prefix, path or file name: snapshot_keys); NULL: the latest of each ingest run, by taken_at.
 -- param module VARCHAR = NULL: Count these modules' transients (module name, file stem, module_id or hash prefix); NULL: the modules the snapshot's ingest run loaded.
--- param capacity VARCHAR = NULL: Device memory, e.g. 16GiB, 80GB, 1.5TiB or bytes (K, M, G, T and KiB... are powers of 1024; KB, MB... of 1000); NULL: the capacity of transient_module's target (module_targets: the dump's, else the chip table's for its device kind, docs/fits.md), else fits and headroom stay NULL.
+-- param capacity VARCHAR = NULL: Device memory, e.g. 16GiB, 80GB, 1.5TiB or bytes, read by bh_size_bytes (K, Ki, KiB... are powers of 1024; KB, MB... of 1000; anything else is an error); NULL: the capacity of transient_module's target (module_targets: the dump's, else the chip table's for its device kind, docs/fits.md), else fits and headroom stay NULL.
 -- column snapshot_id: Snapshot (runtime_snapshots.snapshot_id).
 -- column path: The profile file.
 -- column device: Device as the profile names it.

@@ -2,7 +2,7 @@
 -- description: Will it fit: per program, label set and swept size, the compile's peak against its target's capacity (or its compile-time OOM), the headroom, and per label set the largest size that fits, the smallest that does not, and the limit a line fitted through the compiles predicts, with its held-out error.
 -- param swept VARCHAR = 'batch': The label key that was swept (its values must be numbers).
 -- param label VARCHAR = NULL: Only modules and OOM events with this `key=value` label; NULL for all.
--- param capacity VARCHAR = NULL: Capacity to judge by instead of the target's, e.g. 16GiB, 80GB or bytes (K, M, G, T and KiB... are powers of 1024; KB, MB... of 1000).
+-- param capacity VARCHAR = NULL: Capacity to judge by instead of the target's, e.g. 16GiB, 80GB or bytes, read by bh_size_bytes (K, Ki, KiB... are powers of 1024; KB, MB... of 1000; anything else is an error).
 -- param min_headroom DOUBLE >= 0 = 0: Percent of the capacity that must stay free for a size to fit.
 -- param top_sources INTEGER >= 1 = 3: How many source lines limit_sources names.
 -- column program_name: Module name (modules.module_name), or the program an OOM names.
@@ -21,7 +21,7 @@
 -- column predicted_limit: The largest size the line puts within capacity (less min_headroom), floored.
 -- column heldout_error_pct: The line's worst error on a compile left out of the fit (each fitting compile in turn; needs 3), in percent of that compile's peak.
 -- column dominant_category: At the largest fitting size, the allocation category (temp, parameter, output, ...) of memory space 0 holding the most bytes.
--- column limit_sources: At the largest fitting size, what holds the memory at the heap peak: the top_sources source lines of the buffers live there (heap_peak_sources, memory space 0, as by-source ranks them), each `file:line op_name: bytes B (share% of peak_bytes)`, largest first, joined by `; `; `(unknown)` for ops without a source line.
+-- column limit_sources: At the largest fitting size, what holds the memory at the heap peak: the buffers live there per op and source line (heap_peak_sources, memory space 0), the top_sources largest, each `file:line op_name: bytes B (share% of peak_bytes)`, largest first, joined by `; `; `(unknown)` for ops without a source line.
 -- note: The peak is one device's (an SPMD program's share). Generated code is not in the dump and not added. On TPU the compiler fails a program that does not fit (E1000: kind oom); XLA:GPU compiles anything, so on GPU fits is this comparison alone. A line through the compiles predicts the limit only where the program's memory grows linearly with the size: the held-out error says how well it did on the sweep (docs/fits.md).
 -- example: bufferhouse query fits --param swept=batch --param min_headroom=10
 WITH capacity_param AS (
