@@ -551,3 +551,54 @@ def test_cli_export_takes_its_directory_as_o_like_plot_and_report(fleet_db, tmp_
     assert result.exit_code == 2 and "-o DIR" in result.output
     result = runner.invoke(main, ["export", str(positional), "-o", str(by_option)])
     assert result.exit_code == 2 and "give one" in result.output
+
+
+def test_module_targets_in_a_dataset_as_in_the_warehouse(tmp_path):
+    """ingest --to-parquet reads each module's target files as ingest does (module_targets,
+    in the module's partition), export writes the warehouse's, and attach keeps the row of
+    the kept copy only: two datasets of the same sweep compiles answer `fits` as the
+    warehouse does."""
+    sweep = Path(__file__).parent / "data" / "jax012" / "sweep"
+    compiles = {
+        sweep / "v5e_1x1" / "batch=262144": "v5e:1x1",
+        sweep / "v5e_1x1" / "batch=524288": "v5e:1x1",  # an E1000
+        sweep / "gpu_h100" / "batch=262144": "gpu:h100",
+    }
+    db = tmp_path / "w.duckdb"
+    for day in ("day1", "day2"):
+        for directory, target in compiles.items():
+            labels = {"topology": target, "batch": directory.name.split("=")[1]}
+            if day == "day1":
+                assert bufferhouse.ingest([directory], db=db, jobs=1, labels=labels).ok
+            assert ingest_to_parquet([directory], tmp_path / day, jobs=1, labels=labels).ok
+    columns = "platform, device_kind, chips, capacity_bytes, capacity_source, files"
+    want = bufferhouse.sql(
+        f"SELECT m.content_hash, {columns} FROM module_targets JOIN modules AS m USING"
+        " (module_id) ORDER BY 1",
+        db=db,
+    ).to_pylist()
+    assert [(r["device_kind"], r["capacity_source"]) for r in sorted(want, key=repr)] == sorted(
+        [("NVIDIA H100 80GB HBM3", "dump"), ("TPU v5 lite", "table")], key=repr
+    )
+    raw = read_table(tmp_path / "day1", "module_targets")
+    assert raw.num_rows == 2
+    assert all(
+        p.parent.name.startswith("run_id=")
+        for p in (tmp_path / "day1" / "module_targets").rglob("*.parquet")
+    )
+    export_warehouse(tmp_path / "exported", db)
+    attached = tmp_path / "a.duckdb"
+    attach(str(tmp_path / "day*"), attached)
+    exported = tmp_path / "e.duckdb"
+    attach(tmp_path / "exported", exported)
+    for other in (attached, exported):
+        got = bufferhouse.sql(
+            f"SELECT m.content_hash, {columns} FROM module_targets JOIN modules AS m USING"
+            " (module_id) ORDER BY 1",
+            db=other,
+        ).to_pylist()
+        assert got == want  # one row per module: day2's copies are dropped with their module
+        assert (
+            bufferhouse.query("fits", db=other).to_pylist()
+            == bufferhouse.query("fits", db=db).to_pylist()
+        )

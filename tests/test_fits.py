@@ -131,3 +131,87 @@ def test_the_gate_exit_codes(tmp_path):
     assert gate("--capacity", str(peak - 1)) == 1
     assert gate("--min-headroom", "10%") == 1  # no capacity known: never passes
     assert gate("--min-headroom", "ten") == 2
+
+
+@pytest.mark.parametrize(
+    ("slug", "largest"), [("v5e_1x1", 262144), ("v6e_1x1", 1048576), ("gpu_h100", 2097152)]
+)
+def test_what_holds_the_memory_at_the_limit_by_source_line(sweep_db, slug, largest):
+    """limit_sources: the source lines of the buffers live at the heap peak of the largest
+    fitting size. Oracles: memory_analysis() of that compile (all the lines add up to its
+    peak; on the H100 the two matmul lines are its temp, one bf16[batch, 8192] each, and
+    the argument x is bf16[batch, 1024]), and the line of examples/sweep.py they name."""
+    rows = _rows(sweep_db, label=f"topology={TARGETS[slug]}", top_sources=1000)
+    (row,) = [r for r in rows if r["size_value"] == str(largest)]
+    memory = _analysis(slug, str(largest))["memory"]
+    lines = []
+    for part in row["limit_sources"].split("; "):
+        where, _, rest = part.partition(": ")
+        source, _, op = where.partition(" ")
+        size, _, share = rest.partition(" B (")
+        lines.append((source, op, int(size), float(share.removesuffix("%)"))))
+    assert sum(b for _, _, b, _ in lines) == memory["peak_memory_in_bytes"] == row["peak_bytes"]
+    assert [b for _, _, b, _ in lines] == sorted((b for _, _, b, _ in lines), reverse=True)
+    for _, _, size, share in lines:
+        assert share == pytest.approx(100 * size / row["peak_bytes"], abs=0.05)
+    top_source, top_op, _, _ = lines[0]
+    assert top_op.endswith("dot_general")
+    number = int(top_source.removeprefix("sweep.py:"))
+    code = (SWEEP.parents[3] / "examples" / "sweep.py").read_text().splitlines()[number - 1]
+    assert "x @ w1" in code and "@ w2" in code  # the loss's two matmuls
+    if slug == "gpu_h100":
+        matmuls = [b for s, o, b, _ in lines if s == top_source and o.endswith("dot_general")]
+        assert matmuls == [largest * 8192 * 2] * 2
+        assert sum(matmuls) == memory["temp_size_in_bytes"]
+        assert ("(unknown)", "x", largest * 1024 * 2) in [(s, o, b) for s, o, b, _ in lines]
+    shown = _rows(sweep_db, label=f"topology={TARGETS[slug]}")[0]["limit_sources"]
+    assert shown.split("; ") == row["limit_sources"].split("; ")[:3]  # top_sources = 3
+
+
+def test_a_capacity_that_is_no_size_is_an_error_naming_the_parameter(sweep_db):
+    from bufferhouse.errors import QueryError
+
+    for typo in ("16 GiBs", "lots", "", "1.2.3GB"):
+        with pytest.raises(QueryError, match="parameter capacity wants a size like 16GiB"):
+            _rows(sweep_db, capacity=typo)
+    (a,) = {r["capacity_bytes"] for r in _rows(sweep_db, capacity="16Gi")}
+    (b,) = {r["capacity_bytes"] for r in _rows(sweep_db, capacity=" 16 GiB ")}
+    assert a == b == 16 << 30
+    (c,) = {r["capacity_bytes"] for r in _rows(sweep_db, capacity="80GB")}
+    assert c == 80 * 10**9
+
+
+def test_the_pages_commands_run_verbatim(sweep_db, tmp_path):
+    """Every `bufferhouse` command of docs/fits.md's sh blocks, verbatim, from the
+    directory that holds the committed sweep, on a copy of its warehouse: each exits 0
+    (the gate passes at batch=262144: every target fits it with 10% free)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    page = (SWEEP.parents[3] / "docs" / "fits.md").read_text(encoding="utf-8")
+    blocks = [b.split("```", 1)[0] for b in page.split("```sh\n")[1:]]
+    commands = [line for b in blocks for line in b.splitlines() if line.startswith("bufferhouse ")]
+    assert len(commands) >= 5
+    db = tmp_path / "fleet.duckdb"
+    shutil.copy(sweep_db, db)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    shim = bindir / "bufferhouse"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m bufferhouse.cli "$@"\n')
+    shim.chmod(0o755)
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(SWEEP.parents[3]),
+        "BUFFERHOUSE_DB": str(db),
+    }
+    for command in commands:
+        done = subprocess.run(
+            ["bash", "-c", command], capture_output=True, text=True, env=env, cwd=SWEEP.parent
+        )
+        assert done.returncode == 0, (command, done.stderr)
+        if command.startswith("bufferhouse query fits"):
+            assert "limit_sources" in done.stdout or "sweep.py:244" in done.stdout, command
+    assert "gate passed" in done.stderr

@@ -13,6 +13,7 @@ from sqlglot.optimizer.qualify import qualify
 import bufferhouse
 from bufferhouse import queries
 from bufferhouse.errors import QueryError, UnknownModuleError, UnknownSnapshotError
+from bufferhouse.queries.sizes import size_macro_sql
 from bufferhouse.render import render_to_string
 from bufferhouse.schema import TABLES, sqlglot_schema
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
@@ -524,3 +525,46 @@ def test_a_macro_that_needs_a_module_rejects_an_unknown_one(name, samples_db):
         with pytest.raises(duckdb.Error, match=f"{name}: no module matches 'jit_trian'"):
             con.sql(f"FROM {macro}(module := 'jit_trian')").fetchall()
         assert con.sql(f"FROM {macro}(module := '003_186bba49641ec33a')").fetchall()
+
+
+def test_every_size_parameter_is_read_by_the_one_macro():
+    """A size with units (16GiB) has one rule, bh_size_bytes (queries/sizes.py): every
+    query's capacity parameter goes through it, and no query spells a unit's bytes."""
+    from bufferhouse.queries.sizes import SIZE_NAME
+
+    sized = [q for q in ALL if any(p.name == "capacity" for p in q.params)]
+    assert {q.name for q in sized} >= {"fits", "device-budget"}
+    for q in ALL:
+        calls = q.sql.count(f"{SIZE_NAME}(")
+        assert calls == (1 if q in sized else 0), q.name
+        if q in sized:
+            assert f"{SIZE_NAME}($capacity, 'capacity')" in q.sql, q.name
+        assert "1073741824" not in q.sql and "1048576" not in q.sql, q.name
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("16GiB", 16 << 30),
+        ("16Gi", 16 << 30),
+        ("16 g", 16 << 30),
+        ("80GB", 80 * 10**9),
+        ("1.5 TiB", 3 << 39),
+        ("1000", 1000),
+        ("512B", 512),
+        ("8KiB", 8192),
+        (None, None),
+    ],
+)
+def test_the_size_macro(text, expected):
+    con = duckdb.connect()
+    con.execute(size_macro_sql(temp=True))
+    assert con.execute("SELECT bh_size_bytes(?, 'capacity')", [text]).fetchall() == [(expected,)]
+
+
+@pytest.mark.parametrize("text", ["", " ", "lots", "16 GiBs", "1.2.3GB", "-1GB", "GiB"])
+def test_the_size_macro_refuses_what_is_no_size(text):
+    con = duckdb.connect()
+    con.execute(size_macro_sql(temp=True))
+    with pytest.raises(duckdb.Error, match="parameter capacity wants a size like 16GiB"):
+        con.execute("SELECT bh_size_bytes(?, 'capacity')", [text]).fetchall()

@@ -332,3 +332,65 @@ def test_spark_reads_a_profile_once_whatever_its_programs(spark, tmp_path, monke
     opens = log.read_text().splitlines()
     assert len(opens) == 1, f"3 programs: the executors opened the profile {len(opens)} times"
     assert len(on_driver) == 1
+
+
+def test_module_targets_on_spark_as_in_the_warehouse(spark, tmp_path):
+    """The executors read each module's target files as ingest does (module_targets: the
+    decoded rows, the dataset bhs.ingest writes), read_dataset keeps the kept copy's row
+    only, and `fits` in Spark SQL answers as DuckDB on the warehouse (issue 38)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sweep = DATA / "jax012" / "sweep"
+    inputs = {
+        sweep / "v5e_1x1" / "batch=262144": "v5e:1x1",
+        sweep / "gpu_h100" / "batch=262144": "gpu:h100",
+    }
+    db = tmp_path / "w.duckdb"
+    out = tmp_path / "ds"
+    for directory, target in inputs.items():
+        labels = {"topology": target, "batch": "262144"}
+        assert bufferhouse.ingest([directory], db=db, jobs=1, labels=labels).ok
+        bhs.ingest(bhs.module_groups(spark, [directory], partitions=1), out, labels=labels)
+    want = sorted(_duckdb_table_rows(db, "module_targets"), key=repr)
+    assert len(want) == 2
+    groups = bhs.module_groups(spark, list(inputs), partitions=2)
+    parsed = groups.mapInArrow(bhs.parse_batches, bhs.PARSED_SCHEMA).localCheckpoint()
+    decoded = bhs.decode_parsed(parsed.toArrow())
+    hashes = dict(
+        zip(
+            decoded["modules"].column("module_id").to_pylist(),
+            (h[:16] for h in decoded["modules"].column("content_hash").to_pylist()),
+        )
+    )
+    got = hash_keyed(decoded["module_targets"], hashes).to_pylist()
+    assert sorted((tuple(map(_norm, r.values())) for r in got), key=repr) == want
+    bhs.register(spark, out)
+    spark_rows = _spark_rows(spark.table("module_targets"), _spark_hashes(spark))
+    assert sorted(spark_rows, key=repr) == want
+    fits = _spark_rows(bhs.query(spark, "fits"), {})
+    assert fits == _duckdb_rows("fits", db) and len(fits) == 2
+    assert {r[6] for r in fits} == {"dump", "table"}  # capacity_source: each target's
+
+    # two runs hold a copy of module h1: its target row is the kept copy's
+    root = tmp_path / "copies"
+
+    def put(table: str, run: int, ids: list[int], **columns: list) -> None:
+        part = root / table / f"run_id={run}"
+        part.mkdir(parents=True)
+        data = pa.table({"module_id": pa.array(ids, pa.int64()), **columns})
+        pq.write_table(data, part / "p.parquet")
+
+    put("modules", 1, [10], content_hash=["h1"])
+    put("modules", 2, [20], content_hash=["h1"])
+    put("module_targets", 1, [10], device_kind=["TPU v5 lite"])
+    put("module_targets", 2, [20], device_kind=["TPU v6 lite"])
+    tables = bhs.read_dataset(spark, root)
+    rows = tables["module_targets"].select("module_id", "device_kind").collect()
+    assert [tuple(r) for r in rows] == [(10, "TPU v5 lite")]
+
+
+def _duckdb_table_rows(db, name: str) -> list[tuple]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        table = hash_keyed(con.sql(f'SELECT * FROM "{name}"').to_arrow_table(), module_hashes(db))
+    return [tuple(_norm(v) for v in r.values()) for r in table.to_pylist()]

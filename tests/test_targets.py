@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import bufferhouse
+from bufferhouse.errors import QueryError
 from bufferhouse.parse.chips import chip
 from bufferhouse.parse.oom import read_log
 from bufferhouse.parse.target import read_target
@@ -158,3 +159,72 @@ def test_one_listing_of_a_directory_of_many_modules_gives_each_its_own_target(tm
         assert one == read_target(str(tmp_path), ba.name)  # as a listing of its own says
         got.append(one and (one.platform, one.device_kind))
     assert got == [("gpu", "NVIDIA H100 80GB HBM3"), ("tpu", "TPU v5 lite"), None]
+
+
+def test_device_budget_a_larger_helper_and_the_capacity_of_the_steps_target(tmp_path):
+    """The run's helper program (a jit__multi_slice, here a sweep compile's buffer
+    assignment under a helper's name) has a transient a thousand times the step's: the
+    step is still taken, and named with its module_id. With no -p capacity the budget
+    takes the capacity of the step's target (its GPU target config's device_memory_size,
+    module_targets); -p capacity= overrides it; a step without target files has none."""
+    run = tmp_path / "run"
+    shutil.copytree(ROOT / "tests" / "data" / "runtime" / "run", run)
+    big = SWEEP / "gpu_h100" / "batch=262144"
+    for path in big.glob("module_*buffer-assignment*.txt"):
+        name = path.name.replace("module_0001.jit_step.sm_9.0a", "module_0001.jit__multi_slice")
+        shutil.copy(path, run / "dumps" / name)
+    config = next(big.glob("*.gpu_target_config.pbtxt"))
+    db = tmp_path / "b.duckdb"
+    bufferhouse.ingest([run], db=db, jobs=1)
+    transients = {
+        r["module_name"]: r["t"]
+        for r in bufferhouse.sql(
+            "SELECT module_name, sum(size) AS t FROM allocations JOIN modules USING (module_id)"
+            " WHERE color = 0 AND category IN ('temp', 'output') GROUP BY module_name",
+            db=db,
+        ).to_pylist()
+    }
+    assert transients["jit__multi_slice"] > 1000 * transients["jit_step"]
+    (step_id,) = [
+        r["module_id"]
+        for r in bufferhouse.sql(
+            "SELECT module_id FROM modules WHERE module_name = 'jit_step'", db=db
+        ).to_pylist()
+    ]
+    bare = bufferhouse.query("device-budget", db=db, snapshot="after.prof").to_pylist()
+    assert {(r["transient_module"], r["transient_module_id"]) for r in bare} == {
+        ("jit_step", step_id)
+    }
+    assert {r["transient_bytes"] for r in bare} == {transients["jit_step"]}
+    # the step's dump names no target: no capacity, nothing judged
+    assert {(r["capacity_bytes"], r["capacity_source"], r["fits"]) for r in bare} == {
+        (None, None, None)
+    }
+    named = bufferhouse.query(
+        "device-budget", db=db, snapshot="after.prof", module="jit__multi_slice"
+    ).to_pylist()
+    assert {r["transient_module"] for r in named} == {"jit__multi_slice"}
+    assert {r["transient_bytes"] for r in named} == {transients["jit__multi_slice"]}
+
+    # the step compiled for an H100: its target config states the capacity
+    run2 = tmp_path / "run2"
+    shutil.copytree(run, run2)
+    shutil.copy(config, run2 / "dumps" / "module_0000.jit_step.gpu_target_config.pbtxt")
+    db2 = tmp_path / "c.duckdb"
+    bufferhouse.ingest([run2], db=db2, jobs=1)
+    stated = int(config.read_text().split("device_memory_size: ")[1].split()[0])
+    rows = bufferhouse.query("device-budget", db=db2, snapshot="after.prof").to_pylist()
+    assert {(r["transient_module"], r["device_kind"]) for r in rows} == {
+        ("jit_step", "NVIDIA H100 80GB HBM3")
+    }
+    assert {(r["capacity_bytes"], r["capacity_source"], r["fits"]) for r in rows} == {
+        (stated, "dump", True)
+    }
+    for r in rows:
+        assert r["headroom_bytes"] == stated - r["need_bytes"]
+    given = bufferhouse.query(
+        "device-budget", db=db2, snapshot="after.prof", capacity="8KiB"
+    ).to_pylist()
+    assert {(r["capacity_bytes"], r["capacity_source"]) for r in given} == {(8192, "param")}
+    with pytest.raises(QueryError, match="parameter capacity wants a size"):
+        bufferhouse.query("device-budget", db=db2, capacity="8 KiBs")

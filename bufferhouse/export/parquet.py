@@ -52,6 +52,7 @@ from bufferhouse.load import (
     parse_labels,
     run_record,
 )
+from bufferhouse.load.targets import target_rows
 from bufferhouse.load.writer import Batch, ModuleBuffer
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.schema import (
@@ -390,6 +391,9 @@ class PartWriter(ModuleBuffer):
             for table_name, rows in derived_tables(tables).items():
                 if rows.num_rows:
                     self._write(table_name, [rows], name)
+            targets = target_rows((m["module_id"], m["paths"]) for m in batch.modules)
+            if targets:  # the files beside the dumps, read as ingest reads them
+                self._write("module_targets", [_rows("module_targets", targets)], name)
         if label_rows:
             self._write("labels", [_rows("labels", label_rows)], name)
         event_labels = self.new_event_label_rows(batch) + [

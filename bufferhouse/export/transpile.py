@@ -33,6 +33,7 @@ from sqlglot.errors import ErrorLevel, ParseError, UnsupportedError
 from bufferhouse import queries
 from bufferhouse.errors import QueryError
 from bufferhouse.queries.helpers import HELPER_NAME, HELPER_PARAMS, helper_body
+from bufferhouse.queries.sizes import SIZE_NAME, SIZE_PARAMS, size_body
 from bufferhouse.schema.macros import MACROS, PEAK_FIRST
 
 DIALECTS: tuple[str, ...] = ("spark", "trino", "bigquery", "postgres")
@@ -155,7 +156,8 @@ def _expand(
 
 
 def _inline_macros(name: str, dialect: str, tree: exp.Expression) -> exp.Expression:
-    """The module selector, the helper rule and the shared macros (schema/macros.py),
+    """The module selector, the helper rule, the size with units and the shared macros
+    (schema/macros.py),
     written out where they are called."""
     tree = _expand(
         tree,
@@ -166,6 +168,7 @@ def _inline_macros(name: str, dialect: str, tree: exp.Expression) -> exp.Express
     tree = _expand(
         tree, HELPER_NAME, HELPER_PARAMS, sqlglot.parse_one(helper_body(), read="duckdb")
     )
+    tree = _expand(tree, SIZE_NAME, SIZE_PARAMS, sqlglot.parse_one(size_body(), read="duckdb"))
     for macro in MACROS:
         body = sqlglot.parse_one(macro.body, read="duckdb")
         if macro is PEAK_FIRST and dialect in _PEAK_FIRST_IN:

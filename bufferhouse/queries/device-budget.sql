@@ -2,19 +2,23 @@
 -- description: Will the next step fit: per device, the live buffers of a snapshot plus the largest transient of the compiled modules of the same run, against a capacity.
 -- param snapshot VARCHAR = NULL: The snapshot (snapshot_id, 12-digit hash prefix, path or file name: snapshot_keys); NULL: the latest of each ingest run, by taken_at.
 -- param module VARCHAR = NULL: Count these modules' transients (module name, file stem, module_id or hash prefix); NULL: the modules the snapshot's ingest run loaded.
--- param capacity VARCHAR = NULL: Device memory, e.g. 16GiB, 80GB, 1.5TiB or bytes (K, M, G, T and KiB... are powers of 1024; KB, MB... of 1000); NULL: fits and headroom stay NULL.
+-- param capacity VARCHAR = NULL: Device memory, e.g. 16GiB, 80GB, 1.5TiB or bytes, read by bh_size_bytes (K, Ki, KiB... are powers of 1024; KB, MB... of 1000; anything else is an error); NULL: the capacity of transient_module's target (module_targets: the dump's, else the chip table's for its device kind, docs/fits.md), else fits and headroom stay NULL.
 -- column snapshot_id: Snapshot (runtime_snapshots.snapshot_id).
 -- column path: The profile file.
 -- column device: Device as the profile names it.
 -- column live_bytes: Bytes of its live buffers in the snapshot (parameters, optimizer state, caches: all that is alive).
 -- column array_count: Its live buffers.
 -- column transient_bytes: The transient of transient_module: the bytes a run of the module allocates beside its arguments: allocations of category temp and output (non-aliased outputs) in memory space 0; NULL without modules.
--- column transient_module: The module whose transient is counted: the largest transient of the modules that are not jax helpers (a name starting jit__, e.g. jit__multi_slice: what jax compiles for device_put, slicing and resharding), of a helper only when no other module is counted; ties: the first by name, then module_id.
+-- column transient_module: The module whose transient is counted: the largest transient of the modules that are not jax's helper programs (bh_is_helper: jit__multi_slice, what jax compiles for device_put and slicing, or an eagerly dispatched jit_<primitive>), of a helper only when no other module is counted; ties: the first by name, then module_id.
+-- column transient_module_id: Its module_id (the name alone may stand for several compiles).
 -- column need_bytes: live_bytes + transient_bytes: what the device holds while that module runs once more.
--- column capacity_bytes: The capacity given, in bytes.
+-- column capacity_bytes: The capacity given, in bytes; else transient_module's (module_targets.capacity_bytes).
+-- column capacity_source: param (given), or module_targets.capacity_source of transient_module: dump (its dump states the device's memory) or table (the chip table's figure for its device kind); NULL without a capacity.
+-- column device_kind: transient_module's device kind (module_targets.device_kind), whose capacity is the default.
 -- column headroom_bytes: capacity_bytes - need_bytes; negative: short by that much.
 -- column fits: need_bytes <= capacity_bytes.
--- note: A compiled module's sizes are per device (an SPMD program is one device's share), and every module counted is assumed to run on every device of the snapshot: the profile does not say which executable runs where. No capacity is guessed from the device name (a profile names the platform, not the model).
+-- note: A compiled module's sizes are per device (an SPMD program is one device's share), and every module counted is assumed to run on every device of the snapshot: the profile does not say which executable runs where.
+-- note: A device memory profile names no executable: jax labels an executable's sample only kind=executable, with the Python stack of its compile and its generated code's size (runtime_samples), so the step is chosen among the modules of the snapshot's ingest run by transient, not matched to the profile's largest executable. Nor does it name the device kind (its devices are cpu:0, cuda:0, TPU_0): the capacity default is the kind of the module counted, from its dump's target files.
 -- example: bufferhouse query device-budget --param capacity=16GiB
 WITH ranked AS (
   SELECT
@@ -82,52 +86,40 @@ transients AS (
 largest AS (
   SELECT
     snapshot_id,
+    module_id,
     module_name,
     transient_bytes,
     row_number() OVER (
       PARTITION BY snapshot_id
       -- a jax helper (jit__multi_slice, the jit__ programs of device_put and
-      -- friends) is taken only when the run compiled nothing else
+      -- friends, a primitive dispatched eagerly) is taken only when the run
+      -- compiled nothing else
       ORDER BY
-        coalesce(module_name, '') LIKE 'jit\_\_%' ESCAPE '\',
+        coalesce(bh_is_helper(module_name), FALSE),
         transient_bytes DESC, module_name, module_id
     ) AS nth
   FROM transients
 ),
 capacity AS (
+  SELECT bh_size_bytes($capacity, 'capacity') AS capacity_bytes
+),
+budget AS (
   SELECT
+    g.snapshot_id,
+    g.module_id,
+    g.module_name,
+    g.transient_bytes,
+    t.device_kind,
+    coalesce(k.capacity_bytes, t.capacity_bytes) AS capacity_bytes,
     CASE
-      WHEN $capacity IS NULL THEN NULL
-      WHEN regexp_extract(
-        trim($capacity), '^[0-9]+(\.[0-9]+)?\s*([KMGTkmgt]i?[Bb]?|[Bb])?', 0
-      ) = trim($capacity)
-        THEN CAST(
-          CAST(regexp_extract(trim($capacity), '^[0-9.]+', 0) AS DOUBLE)
-          * CASE upper(regexp_replace(trim($capacity), '^[0-9.]+\s*', ''))
-            WHEN 'KB' THEN 1e3
-            WHEN 'MB' THEN 1e6
-            WHEN 'GB' THEN 1e9
-            WHEN 'TB' THEN 1e12
-            WHEN 'K' THEN 1024.0
-            WHEN 'KIB' THEN 1024.0
-            WHEN 'KI' THEN 1024.0
-            WHEN 'M' THEN 1048576.0
-            WHEN 'MIB' THEN 1048576.0
-            WHEN 'MI' THEN 1048576.0
-            WHEN 'G' THEN 1073741824.0
-            WHEN 'GIB' THEN 1073741824.0
-            WHEN 'GI' THEN 1073741824.0
-            WHEN 'T' THEN 1099511627776.0
-            WHEN 'TIB' THEN 1099511627776.0
-            WHEN 'TI' THEN 1099511627776.0
-            ELSE 1.0
-          END AS BIGINT
-        )
-      ELSE error(
-        'device-budget: capacity wants a size like 16GiB, 80GB or 1000000,'
-        || ' got ' || $capacity
-      )
-    END AS capacity_bytes
+      WHEN k.capacity_bytes IS NOT NULL THEN 'param'
+      ELSE t.capacity_source
+    END AS capacity_source
+  FROM largest AS g
+  CROSS JOIN capacity AS k
+  LEFT JOIN module_targets AS t
+    ON t.module_id = g.module_id
+  WHERE g.nth = 1
 )
 SELECT
   c.snapshot_id,
@@ -137,15 +129,22 @@ SELECT
   l.array_count,
   g.transient_bytes,
   g.module_name AS transient_module,
+  g.module_id AS transient_module_id,
   l.live_bytes + coalesce(g.transient_bytes, 0) AS need_bytes,
-  k.capacity_bytes,
-  k.capacity_bytes - l.live_bytes - coalesce(g.transient_bytes, 0)
-    AS headroom_bytes,
-  l.live_bytes + coalesce(g.transient_bytes, 0) <= k.capacity_bytes AS fits
+  coalesce(g.capacity_bytes, k.capacity_bytes) AS capacity_bytes,
+  coalesce(
+    g.capacity_source,
+    CASE WHEN k.capacity_bytes IS NOT NULL THEN 'param' END
+  ) AS capacity_source,
+  g.device_kind,
+  coalesce(g.capacity_bytes, k.capacity_bytes) - l.live_bytes
+  - coalesce(g.transient_bytes, 0) AS headroom_bytes,
+  l.live_bytes + coalesce(g.transient_bytes, 0)
+  <= coalesce(g.capacity_bytes, k.capacity_bytes) AS fits
 FROM chosen AS c
 JOIN live AS l
   ON l.snapshot_id = c.snapshot_id
-LEFT JOIN largest AS g
-  ON g.snapshot_id = c.snapshot_id AND g.nth = 1
+LEFT JOIN budget AS g
+  ON g.snapshot_id = c.snapshot_id
 CROSS JOIN capacity AS k
 ORDER BY c.path, c.snapshot_id, l.device

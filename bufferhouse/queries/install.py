@@ -9,13 +9,14 @@ import duckdb
 from bufferhouse.queries.header import queries, views
 from bufferhouse.queries.helpers import HELPER_NAME, helper_macro_sql
 from bufferhouse.queries.selector import SELECTOR_NAME, selector_macro_sql
+from bufferhouse.queries.sizes import SIZE_COMMENT, SIZE_NAME, size_macro_sql
 from bufferhouse.schema import macros, quote_identifier, sql_string
 
 
 def installed_names() -> dict[str, set[str]]:
     """The views and macros install_macros puts in a warehouse, by kind: what `check`
     holds a file's own against (anything else was put there by someone else)."""
-    names = {SELECTOR_NAME, HELPER_NAME, *(m.name for m in macros.MACROS)}
+    names = {SELECTOR_NAME, HELPER_NAME, SIZE_NAME, *(m.name for m in macros.MACROS)}
     return {"view": {v.name for v in views()}, "macro": names | {q.macro_name for q in queries()}}
 
 
@@ -25,6 +26,8 @@ def install_macros(con: duckdb.DuckDBPyConnection) -> None:
     try:
         con.execute(selector_macro_sql())
         con.execute(helper_macro_sql())
+        con.execute(size_macro_sql())
+        con.execute(f"COMMENT ON MACRO {SIZE_NAME} IS {sql_string(SIZE_COMMENT)}")
         macros.install(con)
         con.execute(
             f"COMMENT ON MACRO {HELPER_NAME} IS "
@@ -76,6 +79,7 @@ def use_package_views(con: duckdb.DuckDBPyConnection) -> None:
     """
     con.execute(selector_macro_sql(temp=True))
     con.execute(helper_macro_sql(temp=True))
+    con.execute(size_macro_sql(temp=True))
     macros.install(con, temp=True)
     for v in views():
         con.execute(

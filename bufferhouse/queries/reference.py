@@ -5,6 +5,7 @@ from __future__ import annotations
 from bufferhouse.queries.header import queries, views
 from bufferhouse.queries.helpers import HELPER_NAME
 from bufferhouse.queries.selector import SELECTOR_NAME, SELECTOR_PARAMS
+from bufferhouse.queries.sizes import SIZE_DOC, SIZE_NAME, SIZE_PARAMS
 
 
 def markdown_reference() -> str:
@@ -61,6 +62,12 @@ def markdown_reference() -> str:
         "",
         "```sql",
         f"SELECT module_name, heap_peak_bytes FROM modules WHERE NOT {HELPER_NAME}(module_name)",
+        "```",
+        "",
+        f"`{SIZE_NAME}({', '.join(SIZE_PARAMS)})`: {SIZE_DOC}:",
+        "",
+        "```sql",
+        f"SELECT {SIZE_NAME}('16GiB', 'capacity')  -- 17179869184",
         "```",
         "",
     ]

@@ -24,14 +24,12 @@ from bufferhouse.export.parquet import known_module_ids
 from bufferhouse.load import parse_labels
 from bufferhouse.parse.discover import ModuleFiles, discover, text_path
 from bufferhouse.schema import (
-    DERIVED_TABLES,
-    MODULE_TABLES,
     SCHEMA_VERSION,
     TABLES,
     TABLES_BY_NAME,
     Table,
 )
-from bufferhouse.schema.kinds import KINDS, kept_rows_sql
+from bufferhouse.schema.kinds import KINDS, MODULE, kept_rows_sql
 from bufferhouse.schema.tables import MEMORY_SPACE_NAMES
 from bufferhouse.spark.executor import decoder, write_batches
 from bufferhouse.spark.types import (
@@ -119,7 +117,7 @@ def parsed_tables(
     run_id = run_id if run_id is not None else int(datetime.now(timezone.utc).timestamp() * 1e6)
     ok = _kept_copies(parsed.filter(functions.col("status") == "parsed"))
     out: dict[str, DataFrame] = {}
-    for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES, *DERIVED_TABLES):
+    for table in (TABLES_BY_NAME["modules"], *MODULE.children):
         rows = ok.filter(functions.col("table") == table.name).select("data")
         df = rows.mapInArrow(decoder(table), spark_schema(table))
         if table.name == "modules":

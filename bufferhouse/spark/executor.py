@@ -13,12 +13,14 @@ import pyarrow as pa
 from bufferhouse.export.dataset import table_schema
 from bufferhouse.export.parquet import PartWriter, reserve_run
 from bufferhouse.load import parse_labels
+from bufferhouse.load.targets import target_rows
 from bufferhouse.load.writer import with_module_id
 from bufferhouse.parse import ParseResult, parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
-from bufferhouse.schema import DERIVED_TABLES, MODULE_TABLES, TABLES_BY_NAME, Table
+from bufferhouse.schema import TABLES_BY_NAME, Table
 from bufferhouse.schema.derive import derived_tables
 from bufferhouse.schema.ids import ModuleIds
+from bufferhouse.schema.kinds import MODULE
 from bufferhouse.spark.types import (
     FAILURE,
     MODULE_ROW,
@@ -91,6 +93,10 @@ def _result_rows(result: ParseResult) -> Iterator[dict]:
         "data": to_ipc(modules),
     }
     tables |= derived_tables(tables)
+    targets = target_rows([(module_id, row.get("paths"))])  # the files beside the dump
+    if targets:
+        schema = table_schema(TABLES_BY_NAME["module_targets"])
+        tables["module_targets"] = pa.Table.from_pylist(targets, schema=schema)
     for name, data in tables.items():
         if data.num_rows:
             yield {
@@ -155,7 +161,7 @@ def decode_parsed(parsed: pa.Table) -> dict[str, pa.Table]:
         seen.add(key)
         parts.setdefault(row["table"], []).append(from_ipc(row["data"]))
     out = {}
-    for table in (TABLES_BY_NAME["modules"], *MODULE_TABLES, *DERIVED_TABLES):
+    for table in (TABLES_BY_NAME["modules"], *MODULE.children):
         schema = table_schema(table)
         got = parts.get(table.name)
         out[table.name] = (
