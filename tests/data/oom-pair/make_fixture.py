@@ -186,7 +186,9 @@ def main() -> None:
         stats = compile_modules(Path(tmp))
         stems = sorted(
             p.name.split("-buffer-assignment.txt")[0]
-            for p in Path(tmp).glob("*jit_decode_step*cpu_after_optimizations-buffer-assignment.txt")
+            for p in Path(tmp).glob(
+                "*jit_decode_step*cpu_after_optimizations-buffer-assignment.txt"
+            )
         )
         assert len(stems) == len(LENGTHS), stems  # compiled in this order: module numbers grow
         dump = HERE / "dump"
