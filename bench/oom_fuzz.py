@@ -1,7 +1,9 @@
-"""Fuzz the OOM-log reader with mutants of the fixtures under tests/data/oom, by hand.
+"""Fuzz the OOM-log reader with mutants of the OOM logs under tests/data, by hand.
 
     python bench/oom_fuzz.py [--inputs 50000] [--seed 31] [--json FILE]
 
+Seeds: tests/data/oom, tests/data/oom-codes (the catalogue's E0100-E1002 lines, a
+real E1000 and libtpu's stderr) and tests/data/oom-join/train.log.
 Each input is a fixture (or two spliced) changed in one to three ways: a byte
 flipped, a marker, an absurd or negative number or a 20,000-character word pasted in, a line repeated,
 dropped or cut, line ends made CR, the text cut anywhere or started mid-message.
@@ -9,29 +11,30 @@ Every input goes through what ingest runs per log (the scan, the folding of
 repeats, the Arrow tables). It fails an input when an exception escapes, when
 the reader reports an internal error of its own (a bug it contained), when a
 stored size is negative (but a difference) or beyond 2^63-1, when an event's
-lines or bytes lie outside the input, or when the tables do not build. Prints
-the counts, the slowest input's milliseconds and the first failures.
+lines or bytes lie outside the input, when the tables do not build or hold an
+event without all its buffers (half-loaded), or past the time or memory bound of
+bench/fuzzkit.py. Prints the counts, the slowest input's milliseconds and the
+first failures.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import json
 import random
 import sys
-import time
-import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
 from bufferhouse.parse.oom import SIGNED_FIGURES, LogScan, log_events  # noqa: E402
 from bufferhouse.parse.oom.messages import merge_repeats  # noqa: E402
 from bufferhouse.parse.oom.scan import CHUNK, scan_stream  # noqa: E402
 
-FIXTURES = ROOT / "tests" / "data" / "oom"
+DATA = ROOT / "tests" / "data"
+FIXTURES = [DATA / "oom", DATA / "oom-codes", DATA / "oom-join"]
 PASTE = [
     b"RESOURCE_EXHAUSTED",
     b"Out of memory while trying to allocate ",
@@ -51,6 +54,7 @@ PASTE = [
     b"==========================",
     b"a" * 20_000,  # a long word: `\w+` tried from each offset of it was quadratic
     b"9" * 20_000,
+    b"Size: " + b"7" * 5_000 + b"B",  # past Python's 4,300-digit int() limit
 ]
 
 
@@ -109,10 +113,15 @@ def check(data: bytes) -> list[str]:
         "not stored" in p.message for p in tables.file_problems
     ):
         bad.append("events table lost a row")
-    return bad
+    listed = sum(tables.events.column("buffer_count").to_pylist())
+    if tables.buffers.num_rows != listed:  # an event stored without all its buffers
+        bad.append(f"{tables.buffers.num_rows} buffer rows for {listed} listed")
+    if bad:
+        return bad
+    return f"{min(len(result.events), 3)}{'+' if len(result.events) > 2 else ''} events"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--inputs", type=int, default=50_000)
     ap.add_argument("--seed", type=int, default=31)
@@ -120,15 +129,16 @@ def main() -> None:
     ap.add_argument(
         "--write", type=int, metavar="N", help="write input N to fuzz-N.log, check none"
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     bases = [
         p.read_bytes()
-        for p in sorted(FIXTURES.iterdir())
+        for d in FIXTURES
+        for p in sorted(d.iterdir())
         if p.suffix in (".log", ".txt", ".out", ".err") and p.name != "no-oom.log"
     ]
     rng = random.Random(args.seed)
-    failures: list[dict] = []
-    slowest, slowest_at, total_bytes, started = 0.0, 0, 0, time.perf_counter()
+    tally = Tally("oom", args.seed)
+    total_bytes = 0
     for n in range(args.inputs):
         data = rng.choice(bases)
         if rng.random() < 0.2:
@@ -138,34 +148,15 @@ def main() -> None:
         if args.write is not None:
             if n == args.write:
                 Path(f"fuzz-{n}.log").write_bytes(data)
-                return
+                return {}
             continue
         total_bytes += len(data)
-        t = time.perf_counter()
-        try:
-            bad = check(data)
-        except Exception:
-            bad = [traceback.format_exc(limit=3)]
-        if n and time.perf_counter() - t > slowest:  # the first pays for compiling regexes
-            slowest, slowest_at = time.perf_counter() - t, n
-        if bad and len(failures) < 20:
-            failures.append({"input": n, "bytes": len(data), "what": bad[:3]})
-        elif bad:
-            failures.append({"input": n})
-    result = {
-        "inputs": args.inputs,
-        "seed": args.seed,
-        "mb": round(total_bytes / 1e6, 1),
-        "seconds": round(time.perf_counter() - started, 1),
-        "failed": len(failures),
-        "slowest_input_ms": round(slowest * 1e3, 1),
-        "slowest_input": slowest_at,
-        "first_failures": failures[:20],
-    }
-    print(json.dumps(result, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        tally.run(n, lambda data=data: check(data))
+        progress(n, tally)
+    extra = {"seeds": len(bases), "mb": round(total_bytes / 1e6, 1)}
+    return tally.report(args.inputs, extra, args.json)
 
 
 if __name__ == "__main__":
+    one_thread()
     main()

@@ -123,3 +123,56 @@ def test_one_resized_allocation_is_still_one_module(tmp_path: Path) -> None:
     report = bufferhouse.ingest([tree], db=tmp_path / "w.duckdb", jobs=1)
     assert len(report.loaded) == 1
     assert any("text and proto disagree" in w.message for w in report.loaded[0].warnings)
+
+
+# --- found by bench/fuzz_pairing.py ------------------------------------------------------
+
+
+def _cut_tree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """donate_sgd with its buffer-assignment text cut inside its first allocation: no value
+    is placed, but the values file's Used values name values."""
+    tree = tmp_path / "t"
+    shutil.copytree(SRC, tree)
+    ba = tree / f"{STEM}-buffer-assignment.txt"
+    ba.write_text("\n".join(ba.read_text().split("\n")[:2]) + "\n ")
+    return tree, ba, tree / f"{STEM}.hlo.pb"
+
+
+def test_a_text_cut_before_its_first_value_is_a_located_error(tmp_path: Path) -> None:
+    """It was `internal error ... ArrowIndexError: Index 0 out of bounds` (the Used values
+    rule took placed names from an empty table), and the proto beside it failed too."""
+    tree, _, pb = _cut_tree(tmp_path)
+    report = bufferhouse.ingest([tree], db=tmp_path / "w.duckdb", jobs=1)
+    assert report.ok and len(report.loaded) == 1
+    (warning,) = [
+        w
+        for w in report.loaded[0].warnings
+        if "Used values" in w.message or "used value" in w.message
+    ]
+    assert warning.path.endswith("-buffer-assignment-values.txt") and warning.line > 0
+    assert "is not placed in any allocation" in warning.message
+    assert "internal error" not in warning.message
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(pb, alone)
+    bufferhouse.ingest([alone], db=tmp_path / "a.duckdb", jobs=1)
+    assert _figures(tmp_path / "w.duckdb") == _figures(tmp_path / "a.duckdb")
+
+
+def test_a_bug_of_the_text_reader_leaves_the_proto_loaded(tmp_path: Path, monkeypatch) -> None:
+    """One form failing never takes the other down, whatever the failure: an exception of
+    the text reader that is no DumpError is the text's internal error, the proto lands."""
+    import bufferhouse.parse as parse
+
+    def broken(*_args, **_kwargs):
+        raise IndexError("a bug")
+
+    monkeypatch.setattr(parse, "parse_module", broken)
+    tree = tmp_path / "t"
+    shutil.copytree(SRC, tree)
+    (group,) = parse.discover.discover([tree])
+    result = parse.parse_files(group)
+    assert result.status == "parsed" and result.module_row["source_kind"] == "proto"
+    (warning,) = [w for w in result.warnings if "internal error" in w.message]
+    assert warning.path == str(tree / f"{STEM}-buffer-assignment.txt")
+    assert "IndexError: a bug" in warning.message and "loaded without it" in warning.message

@@ -272,10 +272,11 @@ def _used(s: Scanned) -> Break | None:
     unsorted = ids < before
     rows = _rows_by_id(s.values["value_id"], used["value_id"])
     unplaced = rows < 0
-    placed_name = pc.take(s.values["instruction"], pa.array(np.maximum(rows, 0)))
-    if not s.values.num_rows:
+    if not s.values.num_rows:  # nothing placed (a cut file): no name to take
+        placed_name = pa.nulls(len(ids), pa.string())
         renamed = np.zeros(len(ids), dtype=bool)
     else:
+        placed_name = pc.take(s.values["instruction"], pa.array(np.maximum(rows, 0)))
         renamed = ~unplaced & ~_np(pc.equal(placed_name, used["instruction"]))
     row = _first(repeated | unsorted | unplaced | renamed)
     if row is None:
