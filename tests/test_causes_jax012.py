@@ -35,8 +35,6 @@ EXPECT = {
 NOT_YET = {
     "dtype-cpu": "the f32 program's dots are paired as fusions of the bf16 one's",
     "mesh-cpu": "no sharding cause: the per-device shapes read as shape",
-    "remat-dots-vs-nothing-cpu": "no remat cause: the saved residuals read as fusion",
-    "remat-dots-vs-save-cpu": "no remat cause: the saved residuals read as liveness",
 }
 
 
@@ -118,7 +116,6 @@ CANCELLING = {
     "unroll-cpu": "an unpaired f32[32,256] copy and a paired one no longer at the peak",
     "donation-cpu": "an undonated update's allocation against a gone buffer of its size",
     "dtype-cpu": "the f32 dots unpaired from the bf16 ones: fusion against new-buffer",
-    "remat-dots-vs-nothing-cpu": "a loop counter's s32[] paired across a changed loop",
 }
 
 

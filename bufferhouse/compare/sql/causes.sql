@@ -455,9 +455,28 @@ base_only AS (
     ON o.pair = d.pair AND o.op_name = d.base_op
   GROUP BY d.pair, d.base_value_id
 ),
+-- the ops each side recomputes for its backward pass (jax names them under
+-- rematted_computation/): a pair whose sets differ changed what it saves
+recomputed_base AS (
+  SELECT DISTINCT pair, op_name
+  FROM bv
+  WHERE contains(op_name, '/rematted_computation/')
+),
+recomputed_head AS (
+  SELECT DISTINCT pair, op_name
+  FROM hv
+  WHERE contains(op_name, '/rematted_computation/')
+),
+remat_pairs AS (
+  SELECT DISTINCT coalesce(b.pair, h.pair) AS pair
+  FROM recomputed_base AS b
+  FULL JOIN recomputed_head AS h
+    ON h.pair = b.pair AND h.op_name = b.op_name
+  WHERE b.op_name IS NULL OR h.op_name IS NULL
+),
 -- what is left unnamed has no partner: one more (fewer) copy of an op's
 -- value of the same shape, a split or merge of an op's values, or new (gone)
-classified AS (
+unremat AS (
   SELECT
     d.* EXCLUDE (cause),
     CASE
@@ -482,6 +501,25 @@ classified AS (
   LEFT JOIN base_only AS bo
     ON bo.pair = d.pair AND bo.base_value_id = d.base_value_id
       AND d.head_bytes IS NULL
+),
+-- in a pair that changed what it recomputes, a value counted on one side
+-- only (or liveness moved) of the forward pass (its op outside transpose(),
+-- a residual saved for the backward pass) or of a recomputed op is remat
+classified AS (
+  SELECT
+    u.* EXCLUDE (cause),
+    CASE
+      WHEN r.pair IS NOT NULL
+        AND u.cause IN ('longer-live', 'shorter-live', 'fusion', 'new-buffer',
+          'gone-buffer')
+        AND (contains(coalesce(u.head_op, u.base_op), '/rematted_computation/')
+          OR NOT contains(coalesce(u.head_op, u.base_op), 'transpose('))
+        THEN 'remat'
+      ELSE u.cause
+    END AS cause
+  FROM unremat AS u
+  LEFT JOIN remat_pairs AS r
+    ON r.pair = u.pair
 ),
 grouped AS (
   SELECT

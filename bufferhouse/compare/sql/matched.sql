@@ -24,7 +24,10 @@ WITH base AS MATERIALIZED (
     hash(v.opcode, v.shape) AS opcode_shape,
     v.source IS NOT NULL AS sourced,
     hash(v.source, v.shape) AS source_shape,
-    hash(v.dims) AS dims
+    hash(v.dims) AS dims,
+    v.opcode,
+    v.element_type,
+    v.dims AS dim_list
   FROM base_values AS v
   JOIN pairs AS p
     ON p.base_module_id = v.module_id
@@ -47,7 +50,10 @@ head AS MATERIALIZED (
     hash(v.opcode, v.shape) AS opcode_shape,
     v.source IS NOT NULL AS sourced,
     hash(v.source, v.shape) AS source_shape,
-    hash(v.dims) AS dims
+    hash(v.dims) AS dims,
+    v.opcode,
+    v.element_type,
+    v.dims AS dim_list
   FROM head_values AS v
   JOIN pairs AS p
     ON p.head_module_id = v.module_id
@@ -161,7 +167,18 @@ m3 AS MATERIALIZED (
   FROM base2 AS b
   JOIN head2 AS h
     ON h.pair = b.pair AND h.instruction = b.instruction
-  WHERE NOT b.named OR NOT h.named OR b.op = h.op
+  WHERE (NOT b.named OR NOT h.named OR b.op = h.op)
+    AND b.opcode IS NOT DISTINCT FROM h.opcode
+    -- a name reused for another value (a copy of another array, a loop's
+    -- carry renumbered) is no partner: the type changed with the dimensions
+    -- kept, or one dimension changed with the type kept
+    AND (
+      b.dims = h.dims
+      OR len(b.dim_list) = len(h.dim_list) AND b.element_type = h.element_type
+        AND len(list_filter(list_zip(b.dim_list, h.dim_list),
+          lambda d: d[1] <> d[2])) <= 1
+      OR b.dim_list IS NULL AND h.dim_list IS NULL AND b.op_shape = h.op_shape
+    )
 ),
 base3 AS MATERIALIZED (
   SELECT *
