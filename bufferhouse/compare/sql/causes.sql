@@ -521,6 +521,20 @@ classified AS (
   LEFT JOIN remat_pairs AS r
     ON r.pair = u.pair
 ),
+-- one value of a shape more at the peak on one side and one fewer of that
+-- shape on the other (a copy renamed, a loop's value renumbered) is no
+-- change: rows of liveness, new and gone buffers that net to zero per shape
+-- counted are left out (they sum to zero, so the rows still sum exactly)
+presence AS (
+  SELECT
+    pair, measure,
+    CASE WHEN delta > 0 THEN head_shape ELSE base_shape END AS counted
+  FROM classified
+  WHERE cause IN ('longer-live', 'shorter-live', 'new-buffer', 'gone-buffer')
+    AND delta <> 0
+  GROUP BY ALL
+  HAVING sum(delta) = 0
+),
 grouped AS (
   SELECT
     pair, measure, cause, matched_by,
@@ -532,8 +546,16 @@ grouped AS (
     min(head_instruction) AS head_instruction,
     CAST(sum(base_bytes) AS BIGINT) AS base_bytes,
     CAST(sum(head_bytes) AS BIGINT) AS head_bytes
-  FROM classified
+  FROM classified AS c
   WHERE delta <> 0
+    AND NOT (cause IN ('longer-live', 'shorter-live', 'new-buffer',
+      'gone-buffer') AND EXISTS (
+      SELECT 1
+      FROM presence AS p
+      WHERE p.pair = c.pair AND p.measure = c.measure
+        AND p.counted = CASE WHEN c.delta > 0 THEN c.head_shape
+          ELSE c.base_shape END
+    ))
   GROUP BY ALL
 ),
 residual AS (

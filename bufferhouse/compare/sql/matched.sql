@@ -1,10 +1,10 @@
 -- name: diff-matched
 -- description: The values of each module pair, base against head, paired one to one by what survives a recompile; a value on one side only has NULL for the other.
 -- column pair: Pair number (pairs.pair).
--- column matched_by: parameter, op_name+shape, instruction, op_name, source+shape, opcode+shape or output+dims (see the note); NULL for a value on one side only.
+-- column matched_by: parameter, op_name+shape, instruction, op_name, source+shape, opcode+shape, opcode+dims or output+dims (see the note); NULL for a value on one side only.
 -- column base_value_id: The value on the base side; NULL for a head-only value.
 -- column head_value_id: The value on the head side; NULL for a base-only value.
--- note: Passes, each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex, unless their op_names differ; `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `source+shape`: the same source line and shape (an op renamed, e.g. by a JAX release); `opcode+shape`: values without an op_name, the same opcode and shape; `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
+-- note: Passes in the order parameter, op_name+shape, instruction (same shape), opcode+shape, instruction (shape changed), op_name, source+shape, opcode+dims, output+dims; each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex and opcode, unless their op_names differ, with the same shape, or the type changed and not the dimensions, or one dimension changed and not the type (a name reused for another value is no partner); `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `source+shape`: the same source line and shape (an op renamed, e.g. by a JAX release); `opcode+shape`: values without an op_name, the same opcode and shape; `opcode+dims`: values without an op_name, the same opcode and dimensions, any element type (a copy of a parameter whose type changed); `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
 -- note: Runs on a scratch connection over Arrow tables `pairs`, and `base_values` / `head_values` (the diff-values rows of each side's modules).
 -- note: Each key is compared as one 64-bit hash of its columns (a window or join over one integer is far cheaper than over strings); two keys colliding would be one key, a chance of about n²/2^64 for n values.
 WITH base AS MATERIALIZED (
@@ -25,6 +25,8 @@ WITH base AS MATERIALIZED (
     v.source IS NOT NULL AS sourced,
     hash(v.source, v.shape) AS source_shape,
     hash(v.dims) AS dims,
+    hash(v.shape) AS shape,
+    hash(v.opcode, v.dims) AS opcode_dims,
     v.opcode,
     v.element_type,
     v.dims AS dim_list
@@ -51,6 +53,8 @@ head AS MATERIALIZED (
     v.source IS NOT NULL AS sourced,
     hash(v.source, v.shape) AS source_shape,
     hash(v.dims) AS dims,
+    hash(v.shape) AS shape,
+    hash(v.opcode, v.dims) AS opcode_dims,
     v.opcode,
     v.element_type,
     v.dims AS dim_list
@@ -157,7 +161,8 @@ head2 AS MATERIALIZED (
     SELECT 1 FROM m2 WHERE m2.pair = x.pair AND m2.head_value_id = x.value_id
   )
 ),
--- pass 3: the defining instruction and ShapeIndex, unless op_names differ
+-- pass 3: the defining instruction, ShapeIndex, opcode and shape, unless
+-- op_names differ
 m3 AS MATERIALIZED (
   SELECT
     b.pair,
@@ -169,16 +174,7 @@ m3 AS MATERIALIZED (
     ON h.pair = b.pair AND h.instruction = b.instruction
   WHERE (NOT b.named OR NOT h.named OR b.op = h.op)
     AND b.opcode IS NOT DISTINCT FROM h.opcode
-    -- a name reused for another value (a copy of another array, a loop's
-    -- carry renumbered) is no partner: the type changed with the dimensions
-    -- kept, or one dimension changed with the type kept
-    AND (
-      b.dims = h.dims
-      OR len(b.dim_list) = len(h.dim_list) AND b.element_type = h.element_type
-        AND len(list_filter(list_zip(b.dim_list, h.dim_list),
-          lambda d: d[1] <> d[2])) <= 1
-      OR b.dim_list IS NULL AND h.dim_list IS NULL AND b.op_shape = h.op_shape
-    )
+    AND b.shape = h.shape
 ),
 base3 AS MATERIALIZED (
   SELECT *
@@ -194,6 +190,99 @@ head3 AS MATERIALIZED (
     SELECT 1 FROM m3 WHERE m3.pair = x.pair AND m3.head_value_id = x.value_id
   )
 ),
+-- pass 5: values without an op_name, by opcode and shape
+b5 AS (
+  SELECT
+    pair,
+    value_id,
+    opcode_shape AS key,
+    row_number() OVER (
+      PARTITION BY pair, opcode_shape
+      ORDER BY size DESC, member DESC, value_id
+    ) AS k
+  FROM base3
+  WHERE NOT named
+),
+h5 AS (
+  SELECT
+    pair,
+    value_id,
+    opcode_shape AS key,
+    row_number() OVER (
+      PARTITION BY pair, opcode_shape
+      ORDER BY size DESC, member DESC, value_id
+    ) AS k
+  FROM head3
+  WHERE NOT named
+),
+m5 AS MATERIALIZED (
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'opcode+shape' AS matched_by
+  FROM b5 AS b
+  JOIN h5 AS h
+    ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
+),
+base5 AS MATERIALIZED (
+  SELECT *
+  FROM base3 AS x
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.base_value_id = x.value_id
+  )
+),
+head5 AS MATERIALIZED (
+  SELECT *
+  FROM head3 AS x
+  WHERE NOT EXISTS (
+    SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.head_value_id = x.value_id
+  )
+),
+-- pass 3b: the defining instruction and ShapeIndex, the shape changed: the
+-- type with the dimensions kept, or one dimension with the type kept (a name
+-- reused for another value, a copy of another array or a loop's carry
+-- renumbered, is no partner)
+m3b AS MATERIALIZED (
+  SELECT
+    b.pair,
+    b.value_id AS base_value_id,
+    h.value_id AS head_value_id,
+    'instruction' AS matched_by
+  FROM base5 AS b
+  JOIN head5 AS h
+    ON h.pair = b.pair AND h.instruction = b.instruction
+  WHERE (NOT b.named OR NOT h.named OR b.op = h.op)
+    AND b.opcode IS NOT DISTINCT FROM h.opcode
+    -- a name reused for another value (a copy of another array, a loop's
+    -- carry renumbered) is no partner: the type changed with the dimensions
+    -- kept, or one dimension changed with the type kept
+    AND (
+      b.dims = h.dims
+      OR len(b.dim_list) = len(h.dim_list) AND b.element_type = h.element_type
+        AND len(list_filter(list_zip(b.dim_list, h.dim_list),
+          lambda d: d[1] <> d[2])) <= 1
+      OR b.dim_list IS NULL AND h.dim_list IS NULL AND b.op_shape = h.op_shape
+    )
+),
+base3b AS MATERIALIZED (
+  SELECT *
+  FROM base5 AS x
+  WHERE NOT EXISTS (
+    SELECT 1
+    FROM m3b
+    WHERE m3b.pair = x.pair AND m3b.base_value_id = x.value_id
+  )
+),
+head3b AS MATERIALIZED (
+  SELECT *
+  FROM head5 AS x
+  WHERE NOT EXISTS (
+    SELECT 1
+    FROM m3b
+    WHERE m3b.pair = x.pair AND m3b.head_value_id = x.value_id
+  )
+),
 -- pass 4: op_name, opcode and ShapeIndex, any shape
 b4 AS (
   SELECT
@@ -204,7 +293,7 @@ b4 AS (
       PARTITION BY pair, op_index
       ORDER BY size DESC, member DESC, value_id
     ) AS k
-  FROM base3
+  FROM base3b
   WHERE named
 ),
 h4 AS (
@@ -216,7 +305,7 @@ h4 AS (
       PARTITION BY pair, op_index
       ORDER BY size DESC, member DESC, value_id
     ) AS k
-  FROM head3
+  FROM head3b
   WHERE named
 ),
 m4 AS MATERIALIZED (
@@ -231,14 +320,14 @@ m4 AS MATERIALIZED (
 ),
 base4 AS MATERIALIZED (
   SELECT *
-  FROM base3 AS x
+  FROM base3b AS x
   WHERE NOT EXISTS (
     SELECT 1 FROM m4 WHERE m4.pair = x.pair AND m4.base_value_id = x.value_id
   )
 ),
 head4 AS MATERIALIZED (
   SELECT *
-  FROM head3 AS x
+  FROM head3b AS x
   WHERE NOT EXISTS (
     SELECT 1 FROM m4 WHERE m4.pair = x.pair AND m4.head_value_id = x.value_id
   )
@@ -296,53 +385,58 @@ head4s AS MATERIALIZED (
     WHERE m4s.pair = x.pair AND m4s.head_value_id = x.value_id
   )
 ),
--- pass 5: values without an op_name, by opcode and shape
-b5 AS (
+-- pass 5t: values without an op_name, by opcode and dimensions, any element
+-- type (a copy of a parameter whose type changed)
+b5t AS (
   SELECT
     pair,
     value_id,
-    opcode_shape AS key,
+    opcode_dims AS key,
     row_number() OVER (
-      PARTITION BY pair, opcode_shape
+      PARTITION BY pair, opcode_dims
       ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM base4s
-  WHERE NOT named
+  WHERE NOT named AND dim_list IS NOT NULL
 ),
-h5 AS (
+h5t AS (
   SELECT
     pair,
     value_id,
-    opcode_shape AS key,
+    opcode_dims AS key,
     row_number() OVER (
-      PARTITION BY pair, opcode_shape
+      PARTITION BY pair, opcode_dims
       ORDER BY size DESC, member DESC, value_id
     ) AS k
   FROM head4s
-  WHERE NOT named
+  WHERE NOT named AND dim_list IS NOT NULL
 ),
-m5 AS MATERIALIZED (
+m5t AS MATERIALIZED (
   SELECT
     b.pair,
     b.value_id AS base_value_id,
     h.value_id AS head_value_id,
-    'opcode+shape' AS matched_by
-  FROM b5 AS b
-  JOIN h5 AS h
+    'opcode+dims' AS matched_by
+  FROM b5t AS b
+  JOIN h5t AS h
     ON h.pair = b.pair AND h.key = b.key AND h.k = b.k
 ),
-base5 AS MATERIALIZED (
+base5t AS MATERIALIZED (
   SELECT *
   FROM base4s AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.base_value_id = x.value_id
+    SELECT 1
+    FROM m5t
+    WHERE m5t.pair = x.pair AND m5t.base_value_id = x.value_id
   )
 ),
-head5 AS MATERIALIZED (
+head5t AS MATERIALIZED (
   SELECT *
   FROM head4s AS x
   WHERE NOT EXISTS (
-    SELECT 1 FROM m5 WHERE m5.pair = x.pair AND m5.head_value_id = x.value_id
+    SELECT 1
+    FROM m5t
+    WHERE m5t.pair = x.pair AND m5t.head_value_id = x.value_id
   )
 ),
 -- pass 6: the entry's results by dimensions, whatever their ops became
@@ -355,7 +449,7 @@ b6 AS (
       PARTITION BY pair, dims
       ORDER BY size DESC, member DESC, value_id
     ) AS k
-  FROM base5
+  FROM base5t
   WHERE result
 ),
 h6 AS (
@@ -367,7 +461,7 @@ h6 AS (
       PARTITION BY pair, dims
       ORDER BY size DESC, member DESC, value_id
     ) AS k
-  FROM head5
+  FROM head5t
   WHERE result
 ),
 m6 AS MATERIALIZED (
@@ -387,11 +481,15 @@ matched AS (
   UNION ALL
   SELECT * FROM m3
   UNION ALL
+  SELECT * FROM m3b
+  UNION ALL
   SELECT * FROM m4
   UNION ALL
   SELECT * FROM m4s
   UNION ALL
   SELECT * FROM m5
+  UNION ALL
+  SELECT * FROM m5t
   UNION ALL
   SELECT * FROM m6
 )
