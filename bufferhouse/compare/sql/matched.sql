@@ -4,7 +4,7 @@
 -- column matched_by: parameter, op_name+shape, instruction, op_name, source+shape, opcode+shape, opcode+dims or output+dims (see the note); NULL for a value on one side only.
 -- column base_value_id: The value on the base side; NULL for a head-only value.
 -- column head_value_id: The value on the head side; NULL for a base-only value.
--- note: Passes in the order parameter, op_name+shape, instruction (same shape), opcode+shape, instruction (shape changed), op_name, source+shape, opcode+dims, output+dims; each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex and opcode, unless their op_names differ, with the same shape, or the type changed and not the dimensions, or one dimension changed and not the type (a name reused for another value is no partner); `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `source+shape`: the same source line and shape (an op renamed, e.g. by a JAX release); `opcode+shape`: values without an op_name, the same opcode and shape; `opcode+dims`: values without an op_name, the same opcode and dimensions, any element type (a copy of a parameter whose type changed); `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
+-- note: Passes in the order parameter, op_name+shape, instruction (same shape), opcode+shape, instruction (shape changed), op_name, source+shape, opcode+dims, output+dims; each over the values the earlier ones left, largest with largest within a key (then values that count in total bytes first, then the lower value id: so a counted value pairs with a counted one where it can): `parameter`: the value of entry parameter N at ShapeIndex I (any shape); `op_name+shape`: the same op_name and shape without layout; `instruction`: the same defining instruction and ShapeIndex and opcode, unless their op_names differ, with the same shape, or the type changed and not the dimensions, or the dimensions changed (not merely permuted) and not the rank or type (a name reused for another value is no partner); `op_name`: the same op_name, opcode and ShapeIndex, any shape (a shape or dtype change); `source+shape`: the same source line and shape (an op renamed, e.g. by a JAX release); `opcode+shape`: values without an op_name, the same opcode and shape; `opcode+dims`: values without an op_name, the same opcode and dimensions, any element type (a copy of a parameter whose type changed); `output+dims`: values of output allocations with the same dimensions, any element type and op (a result whose op lost its name, e.g. a fused convert).
 -- note: Runs on a scratch connection over Arrow tables `pairs`, and `base_values` / `head_values` (the diff-values rows of each side's modules).
 -- note: Each key is compared as one 64-bit hash of its columns (a window or join over one integer is far cheaper than over strings); two keys colliding would be one key, a chance of about n²/2^64 for n values.
 WITH base AS MATERIALIZED (
@@ -240,9 +240,9 @@ head5 AS MATERIALIZED (
   )
 ),
 -- pass 3b: the defining instruction and ShapeIndex, the shape changed: the
--- type with the dimensions kept, or one dimension with the type kept (a name
--- reused for another value, a copy of another array or a loop's carry
--- renumbered, is no partner)
+-- type with the dimensions kept, or dimensions with the rank and type kept,
+-- not merely permuted (a name reused for another value, a copy of the
+-- transposed array or a loop's carry renumbered, is no partner)
 m3b AS MATERIALIZED (
   SELECT
     b.pair,
@@ -256,12 +256,11 @@ m3b AS MATERIALIZED (
     AND b.opcode IS NOT DISTINCT FROM h.opcode
     -- a name reused for another value (a copy of another array, a loop's
     -- carry renumbered) is no partner: the type changed with the dimensions
-    -- kept, or one dimension changed with the type kept
+    -- kept, or the dimensions with the rank and type kept (not permuted)
     AND (
       b.dims = h.dims
       OR len(b.dim_list) = len(h.dim_list) AND b.element_type = h.element_type
-        AND len(list_filter(list_zip(b.dim_list, h.dim_list),
-          lambda d: d[1] <> d[2])) <= 1
+        AND list_sort(b.dim_list) <> list_sort(h.dim_list)
       OR b.dim_list IS NULL AND h.dim_list IS NULL AND b.op_shape = h.op_shape
     )
 ),
