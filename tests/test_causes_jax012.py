@@ -51,7 +51,6 @@ NOT_YET = {
     " input) have no dtype link to the f32 program's in-place dots: fusion, -1 MiB",
     "mesh-cpu": "no sharding cause: the per-device shapes read as shape",
     "mesh-v5p": "no sharding cause: the per-device shapes read as shape",
-    "donation-v5e": "the undonated updates read as liveness: their partners are in temp",
     "unroll-v5e": "the unrolled loop's stacked copies (copy-start) have no partner: new-buffer",
     "remat-dots-vs-nothing-v5e": "the saved residuals' async copies (copy-start, no op_name)"
     " are liveness and gone buffers, not remat",

@@ -36,7 +36,8 @@ figures AS (
       WHEN 'total_bytes' THEN h.total_bytes
       WHEN 'heap_peak_bytes' THEN h.heap_peak_bytes
       WHEN 'logical_peak_bytes' THEN h.logical_peak_bytes
-    END AS head_figure
+    END AS head_figure,
+    b.alias_bytes AS base_alias, h.alias_bytes AS head_alias
   FROM pairs AS p
   CROSS JOIN measures AS m
   JOIN base_modules AS b
@@ -202,7 +203,7 @@ base_whole AS (
   SELECT
     u.pair, u.measure, u.allocation_index AS alloc,
     CAST(sum(u.size) AS BIGINT) AS size, min(u.value_id) AS value_id,
-    ap.head_alloc AS partner
+    min(u.category) AS category, ap.head_alloc AS partner
   FROM base_units AS u
   LEFT JOIN alloc_pairs AS ap
     ON ap.pair = u.pair AND ap.base_alloc = u.allocation_index
@@ -213,7 +214,7 @@ head_whole AS (
   SELECT
     u.pair, u.measure, u.allocation_index AS alloc,
     CAST(sum(u.size) AS BIGINT) AS size, min(u.value_id) AS value_id,
-    ap.base_alloc AS partner
+    min(u.category) AS category, ap.base_alloc AS partner
   FROM head_units AS u
   LEFT JOIN alloc_pairs AS ap
     ON ap.pair = u.pair AND ap.head_alloc = u.allocation_index
@@ -228,7 +229,8 @@ whole AS (
     coalesce(b.alloc, h.partner) AS base_alloc,
     coalesce(h.alloc, b.partner) AS head_alloc,
     b.size AS base_bytes, h.size AS head_bytes,
-    b.value_id AS base_member, h.value_id AS head_member
+    b.value_id AS base_member, h.value_id AS head_member,
+    b.category AS base_category, h.category AS head_category
   FROM base_whole AS b
   FULL JOIN head_whole AS h
     ON h.pair = b.pair AND h.measure = b.measure AND h.alloc = b.partner
@@ -296,14 +298,25 @@ whole_single AS (
       WHEN w.head_bytes IS NOT NULL
         AND w.base_alloc IS NOT NULL THEN 'memory-space'
       WHEN w.base_bytes IS NOT NULL AND bf.to_shared THEN 'aliasing-gained'
+      -- an output allocation of its own on one side, its values in temp on
+      -- the other, where that other side aliases more of its outputs to its
+      -- parameters: the result is (no longer) written into a donated buffer
+      WHEN w.base_bytes IS NOT NULL AND bf.to_temp
+        AND w.base_category = 'output' AND f.head_alias > f.base_alias
+        THEN 'aliasing-gained'
       WHEN w.base_bytes IS NOT NULL AND bf.to_temp THEN 'shorter-live'
       WHEN w.head_bytes IS NOT NULL AND hf.to_shared THEN 'aliasing-lost'
+      WHEN w.head_bytes IS NOT NULL AND hf.to_temp
+        AND w.head_category = 'output' AND f.base_alias > f.head_alias
+        THEN 'aliasing-lost'
       WHEN w.head_bytes IS NOT NULL AND hf.to_temp THEN 'longer-live'
     END AS cause,
     CAST(coalesce(w.head_bytes, 0) - coalesce(w.base_bytes,
       0) AS BIGINT) AS delta,
     w.base_bytes, w.head_bytes
   FROM whole AS w
+  JOIN known AS f
+    ON f.pair = w.pair AND f.measure = w.measure
   LEFT JOIN base_fate AS bf
     ON bf.pair = w.pair AND bf.alloc = w.base_alloc AND w.head_bytes IS NULL
   LEFT JOIN head_fate AS hf
