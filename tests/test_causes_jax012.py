@@ -135,7 +135,6 @@ def test_the_largest_cause_is_the_constructed_one(diffs, pair):
 
 #: pairs with rows that cancel (issue 40)
 CANCELLING = {
-    "donation-cpu": "an undonated update's allocation against a gone buffer of its size",
     "remat-dots-vs-nothing-v5e": "a saved residual's copy-start paired longer- and shorter-live",
     "remat-dots-vs-save-v5e": "a recomputed dot against the residual slice it replaces",
     "unroll-v5e": "a stacked copy gone against a new one of another shape, same bytes",

@@ -168,6 +168,10 @@ def sentence(r: dict) -> str:
         "fragmentation": "the allocations changed by more than the values counted in them (packing, alignment)",
         "other": "peak-list entries not resolved to a value",
     }.get(cause)
+    if cause == "aliasing-lost" and r["head_shape"] is None:
+        return f"{what}, the copy kept of a parameter while it was donated, is gone with the donation: {by}."
+    if cause == "aliasing-gained" and r["base_shape"] is None:
+        return f"{what} is the copy kept of a parameter now donated (read after its update overwrites it): {by}."
     if cause == "no-peak":
         missing = [
             s for s, v in (("base", r["base_bytes"]), ("head", r["head_bytes"])) if v is None

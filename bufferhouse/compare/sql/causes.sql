@@ -17,7 +17,7 @@
 -- column base_bytes: What the row's values count in the measure on the base side; for no-peak, the base figure (NULL when it is the missing one).
 -- column head_bytes: What they count on the head side; for no-peak, the head figure.
 -- note: The rule (docs/diff.md): each side's figure is the sum of its units plus a residual. A unit is an allocation other than temp (counted whole, at its member's size, whichever of its values shows it) or a temp value (each printed peak-list value, for the logical peak). Allocations pair across the sides by what they hold: the same entry parameter, else mutually the most of each other's values' partners. A paired allocation's change splits into what its shared values' largest size moved (shape, dtype or layout of the values held on both sides) and the rest (aliasing-gained or -lost: only when the set of values sharing it changed, else layout). An allocation on one side only is aliasing when its values' partners sit in another allocation other than temp there, liveness when in temp, memory-space when its partner is counted in no measure of that space; temp values pair as the values do. Every unit is in one row and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
--- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
+-- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query: the figures and alias_bytes), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
 WITH measures AS (
   SELECT
     unnest($measures) AS measure,
@@ -433,7 +433,8 @@ described AS MATERIALIZED (
     b.op_name AS base_op, h.op_name AS head_op,
     b.shape AS base_shape, h.shape AS head_shape,
     b.instruction AS base_instruction, h.instruction AS head_instruction,
-    coalesce(h.source, b.source) AS source
+    coalesce(h.source, b.source) AS source,
+    b.copy_of AS base_copy_of, h.copy_of AS head_copy_of
   FROM attributed AS a
   LEFT JOIN bv AS b
     ON b.pair = a.pair AND b.value_id = a.base_value_id
@@ -517,11 +518,17 @@ unremat AS (
 ),
 -- in a pair that changed what it recomputes, a value counted on one side
 -- only (or liveness moved) of the forward pass (its op outside transpose(),
--- a residual saved for the backward pass) or of a recomputed op is remat
+-- a residual saved for the backward pass) or of a recomputed op is remat;
+-- a copy of an entry parameter on the side that aliases more of its outputs
+-- to its parameters is the copy XLA keeps of a donated parameter: aliasing
 classified AS (
   SELECT
-    u.* EXCLUDE (cause),
+    u.* EXCLUDE (cause, base_copy_of, head_copy_of),
     CASE
+      WHEN u.cause = 'gone-buffer' AND u.base_copy_of IS NOT NULL
+        AND f.base_alias > f.head_alias THEN 'aliasing-lost'
+      WHEN u.cause = 'new-buffer' AND u.head_copy_of IS NOT NULL
+        AND f.head_alias > f.base_alias THEN 'aliasing-gained'
       WHEN r.pair IS NOT NULL
         AND u.cause IN ('longer-live', 'shorter-live', 'fusion', 'new-buffer',
           'gone-buffer')
@@ -531,20 +538,33 @@ classified AS (
       ELSE u.cause
     END AS cause
   FROM unremat AS u
+  JOIN known AS f
+    ON f.pair = u.pair AND f.measure = u.measure
   LEFT JOIN remat_pairs AS r
     ON r.pair = u.pair
 ),
 -- one value of a shape more at the peak on one side and one fewer of that
--- shape on the other (a copy renamed, a loop's value renumbered) is no
--- change: rows of liveness, new and gone buffers that net to zero per shape
--- counted are left out (they sum to zero, so the rows still sum exactly)
-presence AS (
+-- shape on the other (a copy renamed, a loop's value renumbered; an update's
+-- own allocation against the copy of the donated parameter it no longer
+-- needs) is no change: rows of liveness, new and gone buffers, and rows of
+-- aliasing, that net to zero per shape counted are left out (they sum to
+-- zero, so the rows still sum exactly)
+families AS (
   SELECT
-    pair, measure,
+    *,
+    CASE
+      WHEN cause IN ('longer-live', 'shorter-live', 'new-buffer',
+        'gone-buffer') THEN 'presence'
+      WHEN cause IN ('aliasing-lost', 'aliasing-gained') THEN 'aliasing'
+    END AS family,
     CASE WHEN delta > 0 THEN head_shape ELSE base_shape END AS counted
   FROM classified
-  WHERE cause IN ('longer-live', 'shorter-live', 'new-buffer', 'gone-buffer')
-    AND delta <> 0
+  WHERE delta <> 0
+),
+presence AS (
+  SELECT pair, measure, family, counted
+  FROM families
+  WHERE family IS NOT NULL
   GROUP BY ALL
   HAVING sum(delta) = 0
 ),
@@ -559,16 +579,13 @@ grouped AS (
     min(head_instruction) AS head_instruction,
     CAST(sum(base_bytes) AS BIGINT) AS base_bytes,
     CAST(sum(head_bytes) AS BIGINT) AS head_bytes
-  FROM classified AS c
-  WHERE delta <> 0
-    AND NOT (cause IN ('longer-live', 'shorter-live', 'new-buffer',
-      'gone-buffer') AND EXISTS (
-      SELECT 1
-      FROM presence AS p
-      WHERE p.pair = c.pair AND p.measure = c.measure
-        AND p.counted = CASE WHEN c.delta > 0 THEN c.head_shape
-          ELSE c.base_shape END
-    ))
+  FROM families AS c
+  WHERE NOT EXISTS (
+    SELECT 1
+    FROM presence AS p
+    WHERE p.pair = c.pair AND p.measure = c.measure
+      AND p.family = c.family AND p.counted = c.counted
+  )
   GROUP BY ALL
 ),
 residual AS (
