@@ -206,7 +206,7 @@ def _values(rows: list[tuple]) -> pa.Table:
                 "shape_index": "{}", "shape": shape, "element_type": etype, "dims": dims,
                 "opcode": opcode, "op_name": op, "source": None, "parameter": parameter,
                 "allocation_index": shared[0] if shared else value_id, "category": category, "size": size,
-                "total_member": member,
+                "total_member": member, "copy_of": None,
             }
         )  # fmt: skip
     return pa.Table.from_pylist(out)
@@ -251,7 +251,7 @@ def test_rules_on_hand_made_values():
     ))  # fmt: skip
     for side, values, total in (("base", base, base_total), ("head", head, head_total)):
         con.register(f"{side}_values", values)
-        figures = {"module_id": 1, "total_bytes": total}
+        figures = {"module_id": 1, "total_bytes": total, "alias_bytes": 0}
         figures |= {"heap_peak_bytes": None, "logical_peak_bytes": None}
         con.register(f"{side}_modules", pa.Table.from_pylist([figures]))
         members = values.filter(pc.field("total_member"))

@@ -39,6 +39,7 @@ CAUSES = (
     "aliasing-lost",
     "aliasing-gained",
     "memory-space",
+    "remat",
     "fusion",
     "fragmentation",
     "other",
@@ -162,10 +163,15 @@ def sentence(r: dict) -> str:
         "aliasing-lost": f"{what} no longer shares its allocation (a donation or in-place update lost), so it takes one of its own",
         "aliasing-gained": f"{what} now shares an allocation (donated or updated in place), so its own is gone",
         "memory-space": f"{what} is held in another memory space on one side (not counted in this one)",
+        "remat": f"{what} is saved for the backward pass on one side and recomputed on the other (the ops under rematted_computation/ differ)",
         "fusion": f"{what} is split into or merged from buffers of other shapes",
         "fragmentation": "the allocations changed by more than the values counted in them (packing, alignment)",
         "other": "peak-list entries not resolved to a value",
     }.get(cause)
+    if cause == "aliasing-lost" and r["head_shape"] is None:
+        return f"{what}, the copy kept of a parameter while it was donated, is gone with the donation: {by}."
+    if cause == "aliasing-gained" and r["base_shape"] is None:
+        return f"{what} is the copy kept of a parameter now donated (read after its update overwrites it): {by}."
     if cause == "no-peak":
         missing = [
             s for s, v in (("base", r["base_bytes"]), ("head", r["head_bytes"])) if v is None

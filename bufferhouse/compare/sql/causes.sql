@@ -17,7 +17,7 @@
 -- column base_bytes: What the row's values count in the measure on the base side; for no-peak, the base figure (NULL when it is the missing one).
 -- column head_bytes: What they count on the head side; for no-peak, the head figure.
 -- note: The rule (docs/diff.md): each side's figure is the sum of its units plus a residual. A unit is an allocation other than temp (counted whole, at its member's size, whichever of its values shows it) or a temp value (each printed peak-list value, for the logical peak). Allocations pair across the sides by what they hold: the same entry parameter, else mutually the most of each other's values' partners. A paired allocation's change splits into what its shared values' largest size moved (shape, dtype or layout of the values held on both sides) and the rest (aliasing-gained or -lost: only when the set of values sharing it changed, else layout). An allocation on one side only is aliasing when its values' partners sit in another allocation other than temp there, liveness when in temp, memory-space when its partner is counted in no measure of that space; temp values pair as the values do. Every unit is in one row and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
--- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
+-- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query: the figures and alias_bytes), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
 WITH measures AS (
   SELECT
     unnest($measures) AS measure,
@@ -36,7 +36,8 @@ figures AS (
       WHEN 'total_bytes' THEN h.total_bytes
       WHEN 'heap_peak_bytes' THEN h.heap_peak_bytes
       WHEN 'logical_peak_bytes' THEN h.logical_peak_bytes
-    END AS head_figure
+    END AS head_figure,
+    b.alias_bytes AS base_alias, h.alias_bytes AS head_alias
   FROM pairs AS p
   CROSS JOIN measures AS m
   JOIN base_modules AS b
@@ -202,7 +203,7 @@ base_whole AS (
   SELECT
     u.pair, u.measure, u.allocation_index AS alloc,
     CAST(sum(u.size) AS BIGINT) AS size, min(u.value_id) AS value_id,
-    ap.head_alloc AS partner
+    min(u.category) AS category, ap.head_alloc AS partner
   FROM base_units AS u
   LEFT JOIN alloc_pairs AS ap
     ON ap.pair = u.pair AND ap.base_alloc = u.allocation_index
@@ -213,7 +214,7 @@ head_whole AS (
   SELECT
     u.pair, u.measure, u.allocation_index AS alloc,
     CAST(sum(u.size) AS BIGINT) AS size, min(u.value_id) AS value_id,
-    ap.base_alloc AS partner
+    min(u.category) AS category, ap.base_alloc AS partner
   FROM head_units AS u
   LEFT JOIN alloc_pairs AS ap
     ON ap.pair = u.pair AND ap.head_alloc = u.allocation_index
@@ -228,7 +229,8 @@ whole AS (
     coalesce(b.alloc, h.partner) AS base_alloc,
     coalesce(h.alloc, b.partner) AS head_alloc,
     b.size AS base_bytes, h.size AS head_bytes,
-    b.value_id AS base_member, h.value_id AS head_member
+    b.value_id AS base_member, h.value_id AS head_member,
+    b.category AS base_category, h.category AS head_category
   FROM base_whole AS b
   FULL JOIN head_whole AS h
     ON h.pair = b.pair AND h.measure = b.measure AND h.alloc = b.partner
@@ -296,14 +298,25 @@ whole_single AS (
       WHEN w.head_bytes IS NOT NULL
         AND w.base_alloc IS NOT NULL THEN 'memory-space'
       WHEN w.base_bytes IS NOT NULL AND bf.to_shared THEN 'aliasing-gained'
+      -- an output allocation of its own on one side, its values in temp on
+      -- the other, where that other side aliases more of its outputs to its
+      -- parameters: the result is (no longer) written into a donated buffer
+      WHEN w.base_bytes IS NOT NULL AND bf.to_temp
+        AND w.base_category = 'output' AND f.head_alias > f.base_alias
+        THEN 'aliasing-gained'
       WHEN w.base_bytes IS NOT NULL AND bf.to_temp THEN 'shorter-live'
       WHEN w.head_bytes IS NOT NULL AND hf.to_shared THEN 'aliasing-lost'
+      WHEN w.head_bytes IS NOT NULL AND hf.to_temp
+        AND w.head_category = 'output' AND f.base_alias > f.head_alias
+        THEN 'aliasing-lost'
       WHEN w.head_bytes IS NOT NULL AND hf.to_temp THEN 'longer-live'
     END AS cause,
     CAST(coalesce(w.head_bytes, 0) - coalesce(w.base_bytes,
       0) AS BIGINT) AS delta,
     w.base_bytes, w.head_bytes
   FROM whole AS w
+  JOIN known AS f
+    ON f.pair = w.pair AND f.measure = w.measure
   LEFT JOIN base_fate AS bf
     ON bf.pair = w.pair AND bf.alloc = w.base_alloc AND w.head_bytes IS NULL
   LEFT JOIN head_fate AS hf
@@ -420,7 +433,8 @@ described AS MATERIALIZED (
     b.op_name AS base_op, h.op_name AS head_op,
     b.shape AS base_shape, h.shape AS head_shape,
     b.instruction AS base_instruction, h.instruction AS head_instruction,
-    coalesce(h.source, b.source) AS source
+    coalesce(h.source, b.source) AS source,
+    b.copy_of AS base_copy_of, h.copy_of AS head_copy_of
   FROM attributed AS a
   LEFT JOIN bv AS b
     ON b.pair = a.pair AND b.value_id = a.base_value_id
@@ -455,9 +469,28 @@ base_only AS (
     ON o.pair = d.pair AND o.op_name = d.base_op
   GROUP BY d.pair, d.base_value_id
 ),
+-- the ops each side recomputes for its backward pass (jax names them under
+-- rematted_computation/): a pair whose sets differ changed what it saves
+recomputed_base AS (
+  SELECT DISTINCT pair, op_name
+  FROM bv
+  WHERE contains(op_name, '/rematted_computation/')
+),
+recomputed_head AS (
+  SELECT DISTINCT pair, op_name
+  FROM hv
+  WHERE contains(op_name, '/rematted_computation/')
+),
+remat_pairs AS (
+  SELECT DISTINCT coalesce(b.pair, h.pair) AS pair
+  FROM recomputed_base AS b
+  FULL JOIN recomputed_head AS h
+    ON h.pair = b.pair AND h.op_name = b.op_name
+  WHERE b.op_name IS NULL OR h.op_name IS NULL
+),
 -- what is left unnamed has no partner: one more (fewer) copy of an op's
 -- value of the same shape, a split or merge of an op's values, or new (gone)
-classified AS (
+unremat AS (
   SELECT
     d.* EXCLUDE (cause),
     CASE
@@ -483,6 +516,58 @@ classified AS (
     ON bo.pair = d.pair AND bo.base_value_id = d.base_value_id
       AND d.head_bytes IS NULL
 ),
+-- in a pair that changed what it recomputes, a value counted on one side
+-- only (or liveness moved) of the forward pass (its op outside transpose(),
+-- a residual saved for the backward pass) or of a recomputed op is remat;
+-- a copy of an entry parameter on the side that aliases more of its outputs
+-- to its parameters is the copy XLA keeps of a donated parameter: aliasing
+classified AS (
+  SELECT
+    u.* EXCLUDE (cause, base_copy_of, head_copy_of),
+    CASE
+      WHEN u.cause = 'gone-buffer' AND u.base_copy_of IS NOT NULL
+        AND f.base_alias > f.head_alias THEN 'aliasing-lost'
+      WHEN u.cause = 'new-buffer' AND u.head_copy_of IS NOT NULL
+        AND f.head_alias > f.base_alias THEN 'aliasing-gained'
+      WHEN r.pair IS NOT NULL
+        AND u.cause IN ('longer-live', 'shorter-live', 'fusion', 'new-buffer',
+          'gone-buffer')
+        AND (contains(coalesce(u.head_op, u.base_op), '/rematted_computation/')
+          OR NOT contains(coalesce(u.head_op, u.base_op), 'transpose('))
+        THEN 'remat'
+      ELSE u.cause
+    END AS cause
+  FROM unremat AS u
+  JOIN known AS f
+    ON f.pair = u.pair AND f.measure = u.measure
+  LEFT JOIN remat_pairs AS r
+    ON r.pair = u.pair
+),
+-- one value of a shape more at the peak on one side and one fewer of that
+-- shape on the other (a copy renamed, a loop's value renumbered; an update's
+-- own allocation against the copy of the donated parameter it no longer
+-- needs) is no change: rows of liveness, new and gone buffers, and rows of
+-- aliasing, that net to zero per shape counted are left out (they sum to
+-- zero, so the rows still sum exactly)
+families AS (
+  SELECT
+    *,
+    CASE
+      WHEN cause IN ('longer-live', 'shorter-live', 'new-buffer',
+        'gone-buffer') THEN 'presence'
+      WHEN cause IN ('aliasing-lost', 'aliasing-gained') THEN 'aliasing'
+    END AS family,
+    CASE WHEN delta > 0 THEN head_shape ELSE base_shape END AS counted
+  FROM classified
+  WHERE delta <> 0
+),
+presence AS (
+  SELECT pair, measure, family, counted
+  FROM families
+  WHERE family IS NOT NULL
+  GROUP BY ALL
+  HAVING sum(delta) = 0
+),
 grouped AS (
   SELECT
     pair, measure, cause, matched_by,
@@ -494,8 +579,13 @@ grouped AS (
     min(head_instruction) AS head_instruction,
     CAST(sum(base_bytes) AS BIGINT) AS base_bytes,
     CAST(sum(head_bytes) AS BIGINT) AS head_bytes
-  FROM classified
-  WHERE delta <> 0
+  FROM families AS c
+  WHERE NOT EXISTS (
+    SELECT 1
+    FROM presence AS p
+    WHERE p.pair = c.pair AND p.measure = c.measure
+      AND p.family = c.family AND p.counted = c.counted
+  )
   GROUP BY ALL
 ),
 residual AS (

@@ -16,6 +16,7 @@
 -- column category: The allocation's kind: parameter, output, thread-local, constant or temp.
 -- column size: Assigned bytes of the value's slice (padded).
 -- column total_member: The value stands for its allocation in total bytes: the largest value (lowest value_id on a tie) of an allocation other than temp; of a temp allocation, each value the heap_peak_buffers rows list in it, or, when none, its largest.
+-- column copy_of: For a copy of an entry parameter's value, that parameter (`N{index}`, as parameter); else NULL.
 -- note: total_bytes is the sum of allocation sizes; the members' sizes fall short of it by what packing leaves unused (in a temp allocation) and by values the rule does not list; the causes call that difference fragmentation.
 WITH v AS (
   SELECT
@@ -36,7 +37,9 @@ al AS (
   WHERE module_id IN (SELECT unnest($ids))
 ),
 i AS (
-  SELECT module_id, instruction, opcode, op_name, source_file, source_line
+  SELECT
+    module_id, instruction, opcode, op_name, source_file, source_line,
+    CASE WHEN opcode = 'copy' THEN operands[1] END AS copied
   FROM instructions
   WHERE module_id IN (SELECT unnest($ids))
 ),
@@ -91,6 +94,18 @@ placed AS (
     ON p.module_id = a.module_id
     AND p.allocation_index = a.allocation_index
     AND p.value_id = a.value_id
+),
+-- the entry parameter each parameter instruction's value sits in: a copy of
+-- it is what XLA keeps of a donated parameter still read after its update
+params AS (
+  SELECT p.module_id, v.instruction, min(p.parameter) AS parameter
+  FROM placed AS p
+  JOIN v
+    ON v.module_id = p.module_id AND v.value_id = p.value_id
+  JOIN i
+    ON i.module_id = v.module_id AND i.instruction = v.instruction
+  WHERE p.parameter IS NOT NULL AND i.opcode = 'parameter'
+  GROUP BY p.module_id, v.instruction
 )
 SELECT
   v.module_id,
@@ -116,9 +131,12 @@ SELECT
   CASE
     WHEN p.category <> 'temp' OR p.peak_count = 0 THEN p.largest
     ELSE p.at_peak
-  END AS total_member
+  END AS total_member,
+  cp.parameter AS copy_of
 FROM placed AS p
 JOIN v
   ON v.module_id = p.module_id AND v.value_id = p.value_id
 LEFT JOIN i
   ON i.module_id = v.module_id AND i.instruction = v.instruction
+LEFT JOIN params AS cp
+  ON cp.module_id = i.module_id AND cp.instruction = i.copied
