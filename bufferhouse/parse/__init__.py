@@ -316,7 +316,7 @@ def _read(
         # line, what was expected) is its warning (a failing text used to fail both; a
         # bug of the text reader, found by bench/fuzz_pairing.py, still did).
         if not isinstance(exc, DumpError):
-            exc = _internal(files, exc)  # named by the buffer-assignment file
+            exc = internal_error(files, exc)  # named by the buffer-assignment file
         files.problems.append(_unused_form(exc, "proto"))
         return from_proto
     if from_proto is None:

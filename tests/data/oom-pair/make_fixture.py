@@ -2,7 +2,7 @@
 
 Run with the jax 0.12 environment (the project never imports jax):
 
-    /work/venv312/bin/python tests/data/oom-pair/make_fixture.py
+    VENV312/bin/python tests/data/oom-pair/make_fixture.py   # a Python 3.12 venv with jax 0.12
 
 It compiles `decode_step` (a KV-cache update: two same-shaped cache parameters,
 cache['k'] and cache['v'], each updated by a dynamic_update_slice of the same
