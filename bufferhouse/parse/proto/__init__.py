@@ -24,6 +24,7 @@ from bufferhouse.parse.model import Reading
 from bufferhouse.parse.proto import wire
 from bufferhouse.parse.proto.decode import NoBufferAssignment, decode_hlo_proto, parse_hlo_proto
 from bufferhouse.parse.proto.tables import ColumnOverflow
+from bufferhouse.parse.proto.unknown import unknown_field_warnings
 from bufferhouse.parse.reader import (
     CHUNK,
     FLOOR,
@@ -101,11 +102,14 @@ def parse_xplane_program(path: str, program: str, data: bytes) -> Reading:
 
 
 def _parse(proto, where: str, form: str = "proto") -> Reading:
-    """parse_hlo_proto, a number too large for its warehouse column a ParseError."""
+    """parse_hlo_proto, a number too large for its warehouse column a ParseError, and a
+    warning for each field a newer XLA added (unknown.py)."""
     try:
-        return parse_hlo_proto(proto, where, form)
+        reading = parse_hlo_proto(proto, where, form)
     except ColumnOverflow as exc:
         raise ParseError(where, 0, f"a number does not fit its warehouse column: {exc}") from None
+    reading.warnings.extend(unknown_field_warnings(proto, where))
+    return reading
 
 
 def different_compiles(text: Reading, proto: Reading) -> str | None:
@@ -134,9 +138,10 @@ def combine_text_and_proto(text: Reading, proto: Reading, proto_path: str) -> Re
 
     The text's tables are kept (they carry more: uses, live ranges, the peak list);
     the proto adds the heap-simulator trace. The tables both carry are compared, and
-    each disagreement becomes a warning naming the proto file.
+    each disagreement becomes a warning naming the proto file; the proto's own warnings
+    (a newer XLA's fields) are kept.
     """
-    warnings = list(text.warnings)
+    warnings = [*text.warnings, *proto.warnings]
     checks = {
         "allocations": (
             ["allocation_index"],
