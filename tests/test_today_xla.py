@@ -227,3 +227,29 @@ def test_a_damaged_known_line_is_still_an_error(tmp_path, new):
     lines, columns = _read(root, "lines"), _read(root, "columns")
     assert lines == columns
     assert lines[0] == "error" and lines[3] == 2, lines
+
+
+def test_a_new_dump_file_kind_beside_a_module_loses_nothing(tmp_path):
+    """A file kind a newer XLA writes beside a module (here a made-up report, in text and
+    proto wire form) is left unread: the module loads with the same rows, with or
+    without --strict. (XLA writes dozens of kinds per module that bufferhouse has no use
+    for, pass dumps, flagfiles, debug options: none is warned about.)"""
+    both = Path(__file__).parent / "data" / "proto" / "both" / "while_newton"
+    plain, new = tmp_path / "plain", tmp_path / "new"
+    shutil.copytree(both, plain)
+    shutil.copytree(both, new)
+    stem = "module_0000.jit_while_newton.cpu_after_optimizations"
+    (new / f"{stem}-frobnicator-report.pb").write_bytes(b"\x08\x01\x12\x03abc")
+    (new / f"{stem}.frobnicator.txt").write_text("Frobnicator report v2\n")
+    counts = {}
+    for root, strict in ((plain, False), (new, False), (new, True)):
+        db = tmp_path / f"{root.name}{strict}.duckdb"
+        report = bufferhouse.ingest([str(root)], db=str(db), strict=strict)
+        assert report.ok and len(report.loaded) == 1, (root, strict)
+        with duckdb.connect(str(db), read_only=True) as con:
+            counts[(root.name, strict)] = con.execute(
+                "SELECT heap_peak_bytes, total_bytes, source_kind,"
+                " (SELECT count(*) FROM allocations), (SELECT count(*) FROM heap_events),"
+                " (SELECT count(*) FROM diagnostics) FROM modules"
+            ).fetchall()
+    assert counts[("new", False)] == counts[("plain", False)] == counts[("new", True)]
