@@ -53,6 +53,7 @@ IDS = [q.name for q in ALL]
 
 #: Canned queries a dialect cannot express, and the construct each message names.
 UNSUPPORTED = {
+    ("oom-vs-peak", "spark"): "the six pairing tiers",
     ("top-modules", "postgres"): "error()",
     ("by-source", "postgres"): "error()",
     ("heap-timeline", "postgres"): "error()",

@@ -130,12 +130,12 @@ pairs AS (
       WHEN p.in_logical_peak THEN 1
       ELSE 2
     END AS peak_order,
-    regexp_extract(p.source_file, '[^/]*$', 0) AS file_name,
+    regexp_replace(p.source_file, '.*/', '') AS file_name,
     o.source_line IS NOT NULL AND o.source_line = p.source_line
     AND (
       o.source_file IS NULL OR p.source_file IS NULL
-      OR regexp_extract(o.source_file, '[^/]*$', 0)
-      = regexp_extract(p.source_file, '[^/]*$', 0)
+      OR regexp_replace(o.source_file, '.*/', '')
+      = regexp_replace(p.source_file, '.*/', '')
     ) AS same_source,
     o.op_name IS NOT NULL AND o.op_name = p.op_name AS same_op,
     o.element_type = p.element_type AND o.dims = p.dims AS same_shape,
