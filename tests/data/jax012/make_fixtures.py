@@ -776,7 +776,11 @@ LIBTPU_DEFAULT_PATHS = re.compile(
 
 def _scrub(out: Path, scratch: Path) -> None:
     """Refuse to publish a machine path or the host name (libtpu's defaults excepted)."""
-    bad = [str(scratch).encode(), str(Path.home()).encode(), b"/tmp/", b"/work/", b"/root/"]
+    # the checkout and the folder beside it that holds the others (worktrees), the home,
+    # the scratch and temporary directories: whatever this machine calls them
+    here = Path(__file__).resolve().parents[3]
+    places = (scratch, here, here.parent, Path.home(), Path(tempfile.gettempdir()))
+    bad = [f"{p}/".encode() for p in places]
     host = socket.gethostname().encode()
     for f in out.rglob("*"):
         if not f.is_file():

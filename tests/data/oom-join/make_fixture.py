@@ -113,7 +113,7 @@ def render(stem: Path) -> str:
         "I1125 13:50:00.000001 4101 train.py:40] compiling train_step",
         "step 0 loss=1.0000",
         "Traceback (most recent call last):",
-        '  File "/work/train.py", line 61, in <module>',
+        '  File "train.py", line 61, in <module>',
         "    params = train_step(params, x, y)",
         "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying"
         f" to allocate {max(sizes)} bytes.",
