@@ -22,7 +22,7 @@ from pathlib import Path
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from bufferhouse.parse.proto import hlo_pb2, profile_pb2, xplane_pb2
+from bufferhouse.parse.proto import hlo_pb2, profile_pb2, wire, xplane_pb2
 
 #: The checkout's root: /work/main/, /work/wt-proto/, /work/wt/runtime30/.
 MACHINE_PATH = re.compile(r"/work/(?:main/|wt-[^/\s]+/|wt/[^/\s]+/)")
@@ -32,18 +32,11 @@ def scrub_text(text: str) -> str:
     return MACHINE_PATH.sub("", text)
 
 
-def _repeated(field: FieldDescriptor) -> bool:
-    """protobuf 6 dropped `label` for `is_repeated`; older ones have only `label`."""
-    if hasattr(field, "is_repeated"):
-        return field.is_repeated
-    return field.label == FieldDescriptor.LABEL_REPEATED
-
-
 def scrub_message(msg: Message) -> None:
     """Rewrite every string field of `msg` and its sub-messages in place."""
     for field, value in msg.ListFields():
         if field.type == FieldDescriptor.TYPE_STRING:
-            if _repeated(field):
+            if wire.is_repeated(field):
                 value[:] = [scrub_text(v) for v in value]
             else:
                 setattr(msg, field.name, scrub_text(value))
@@ -55,7 +48,7 @@ def scrub_message(msg: Message) -> None:
                         scrub_message(v)
                     elif isinstance(v, str):
                         value[k] = scrub_text(v)
-            elif _repeated(field):
+            elif wire.is_repeated(field):
                 for v in value:
                     scrub_message(v)
             else:
@@ -69,35 +62,14 @@ def scrub_proto(data: bytes, cls: type[Message]) -> bytes:
     return msg.SerializeToString()
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value, shift = 0, 0
-    while True:
-        byte = data[at]
-        value |= (byte & 0x7F) << shift
-        at, shift = at + 1, shift + 7
-        if byte < 0x80:
-            return value, at
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field, tag and length as varints."""
-    out = bytearray()
-    for value in ((number << 3) | 2, len(payload)):
-        while value > 0x7F:
-            out.append((value & 0x7F) | 0x80)
-            value >>= 7
-        out.append(value)
-    return bytes(out) + payload
-
-
 def scrub_xspace(data: bytes) -> bytes:
     """An XProf profile (an XSpace, whose fields are all length-delimited: planes = 1,
     then strings; bufferhouse generates only XPlane): each plane's strings, and the
     HloProto each program's stat embeds."""
     out, at = bytearray(), 0
     while at < len(data):
-        key, at = _varint(data, at)
-        length, at = _varint(data, at)
+        key, at = wire.read_varint(data, at)
+        length, at = wire.read_varint(data, at)
         payload, at = data[at : at + length], at + length
         if key >> 3 == 1:
             plane = xplane_pb2.XPlane()
@@ -112,7 +84,7 @@ def scrub_xspace(data: bytes) -> bytes:
             payload = plane.SerializeToString()
         else:
             payload = scrub_text(payload.decode()).encode()
-        out += _field(key >> 3, payload)
+        out += wire.encode_varint(key) + wire.encode_varint(len(payload)) + payload
     return bytes(out)
 
 

@@ -28,6 +28,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from bufferhouse.errors import UnknownInput
+from bufferhouse.parse.proto import wire
 
 #: The highest field number jaxlib 0.12.0.1's XLA declares, per message read.
 XLA_LAST = {
@@ -70,12 +71,6 @@ def _unknown(msg: Message) -> list[tuple[int, int, object]]:
     return [(f.field_number, f.wire_type, f.data) for f in UnknownFieldSet(msg)]
 
 
-def _repeated(field: FieldDescriptor) -> bool:
-    if hasattr(field, "is_repeated"):  # protobuf 6 dropped `label`
-        return field.is_repeated
-    return field.label == FieldDescriptor.LABEL_REPEATED
-
-
 def _walk(msg: Message, path: str) -> Iterator[tuple[str, Message]]:
     """(path, message) of `msg` and its sub-messages, SAMPLED elements of each list."""
     yield path, msg
@@ -87,7 +82,7 @@ def _walk(msg: Message, path: str) -> Iterator[tuple[str, Message]]:
             for _, v in zip(range(SAMPLED), value.values()):
                 if isinstance(v, Message):
                     yield from _walk(v, f"{inner}[]")
-        elif _repeated(field):
+        elif wire.is_repeated(field):
             for i, v in zip(range(SAMPLED), value):
                 yield from _walk(v, f"{inner}[{i}]")
         else:
@@ -147,8 +142,6 @@ def unknown_field_warnings(proto: Message, where: str) -> list[UnknownInput]:
 def _embedded_files(binary: bytes, name: str) -> list:
     """The FileDescriptorProtos named `name` embedded in a compiled library."""
     from google.protobuf import descriptor_pb2
-
-    from bufferhouse.parse.proto import wire
 
     key = b"\x0a" + bytes([len(name)]) + name.encode()
     found, at = [], binary.find(key)

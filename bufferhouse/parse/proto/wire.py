@@ -156,7 +156,7 @@ def locate(data: bytes | memoryview, descriptor, path: str = "", base: int = 0) 
             if fd is None or wire != LEN:
                 continue
             name = fd.name
-            if _repeated(fd):
+            if is_repeated(fd):
                 seen[number] = seen.get(number, -1) + 1
                 name = f"{name}[{seen[number]}]"
             inner = f"{path}.{name}" if path else name
@@ -172,7 +172,7 @@ def locate(data: bytes | memoryview, descriptor, path: str = "", base: int = 0) 
                     return (
                         f"{inner}: at byte {base + start + exc.start}: a string that is not UTF-8"
                     )
-            elif _repeated(fd) and fd.type != fd.TYPE_BYTES:
+            elif is_repeated(fd) and fd.type != fd.TYPE_BYTES:
                 found = _packed(payload, fd, inner, base + start)
                 if found:
                     return found
@@ -181,7 +181,7 @@ def locate(data: bytes | memoryview, descriptor, path: str = "", base: int = 0) 
     return None
 
 
-def _repeated(fd) -> bool:
+def is_repeated(fd) -> bool:
     """protobuf 6 says is_repeated; older ones, label (since removed)."""
     if hasattr(fd, "is_repeated"):
         return fd.is_repeated
