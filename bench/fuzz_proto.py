@@ -17,7 +17,7 @@ path is "unlocated"), or anything else: a traceback, or a hang (past
 GiB of zeros (alone, and after a field header whose length covers them) is read
 in a fresh process and its peak RSS reported.
 
-The CI keeps a small derandomized sample of the same (tests/test_proto.py).
+The CI keeps a small derandomized sample of the same (tests/parse/proto/test_proto.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ def compiled_reader_missing() -> str | None:
     each extension loaded from its file under its own name, without importing
     bufferhouse.parse (which imports pyarrow, numpy and the whole parser: 0.8 s that
     `bufferhouse --version` need not pay). The parser's own verdict is
-    `bufferhouse.parse.text.native.MISSING`; tests/test_native_install.py holds the two equal.
+    `bufferhouse.parse.text.native.MISSING`; tests/parse/text/test_native_install.py holds the two equal.
     """
     import importlib.machinery
     import importlib.util

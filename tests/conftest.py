@@ -15,6 +15,9 @@ import pytest
 
 import bufferhouse
 
+#: the checkout, and the tests' committed fixtures (tests in area folders use these, not
+#: paths of their own from __file__)
+ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).parent / "data"
 SAMPLES = DATA / "samples"
 CORPUS = DATA / "corpus"
@@ -51,7 +54,7 @@ def pip_target(spec: str | list[str], name: str, no_deps: bool = False) -> Path:
 
 #: Set (CI sets it) to fail, not skip, a test whose release the package index cannot give.
 NEED_INDEX = "BUFFERHOUSE_TEST_NEED_INDEX"
-#: Set (CI sets it) to fail, not skip, tests/test_native_sanitizers.py where gcc or its
+#: Set (CI sets it) to fail, not skip, tests/parse/text/test_native_sanitizers.py where gcc or its
 #: AddressSanitizer and UndefinedBehaviorSanitizer runtimes are missing.
 NEED_SANITIZERS = "BUFFERHOUSE_TEST_NEED_SANITIZERS"
 #: What pip says when the index cannot give a release: not reachable (no network, a

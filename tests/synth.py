@@ -50,9 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bufferhouse.parse import shapes
-
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "tests" / "data"
+from tests.conftest import DATA
 
 FORMATS = {
     "combined": "jax-0.6.2",

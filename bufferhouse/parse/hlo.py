@@ -321,7 +321,7 @@ def parse_instruction(text: str) -> Instruction:
     Ingest parses every distinct instruction text of a dump, so text of the common form is
     read by one regex, _COMMON_FORM; any other text by _parse_general, the reference, which
     gives the same Instruction for every text the regex accepts
-    (tests/test_hlo_common_form.py).
+    (tests/parse/proto/test_hlo_common_form.py).
     """
     m = _COMMON_FORM.match(text)
     if m is None:

@@ -1,7 +1,7 @@
 """One HloProto with a buffer assignment -> the warehouse tables the text path fills.
 
 Column meanings are the text path's (parse/text/finish.py): a fact that both
-forms carry lands with the same value from either, and tests/test_proto.py
+forms carry lands with the same value from either, and tests/parse/proto/test_proto.py
 compares the two ingests of one compile row for row. What the proto does not
 carry (Used values' uses, HloLiveRange's live ranges and peak list, `(phi)`,
 the printed instruction text, file lines) stays NULL or has no rows, as each

@@ -5,12 +5,12 @@
 
 Uses the protoc bundled in grpcio-tools 1.49.1 (libprotoc 3.21.6), an old one on
 purpose: its code has no runtime version check and runs on protobuf 4.21.6 and
-every newer runtime (tests/test_protobuf_versions.py), while the code of protoc
+every newer runtime (tests/parse/proto/test_protobuf_versions.py), while the code of protoc
 27+ (grpcio-tools 1.66+) refuses any runtime older than itself. 1.49.1 is the
 oldest release with a wheel for Python 3.11. It caps protobuf below 5, so it is
 not a dependency of the project (installing it would pull protobuf back to 4.x):
 it is installed apart, without its dependencies, with a setuptools that still
-has pkg_resources (its protoc.py imports it). tests/test_proto.py does the same
+has pkg_resources (its protoc.py imports it). tests/parse/proto/test_proto.py does the same
 into its cache, regenerates into a temporary directory and compares byte for
 byte with the committed modules.
 """

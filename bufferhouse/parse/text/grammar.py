@@ -8,7 +8,7 @@ them. Two readers execute it: the line reader (scan.py, `Line.match`, Python
 `re`), which reads every era and words every error, and the compiled column
 reader (vector.py and blocks.py over the C kernels of native/), which reads the
 bulk line kinds exactly as `re` reads them and hands anything else to the line
-reader. tests/test_grammar.py and tests/test_native*.py hold the kernels to these
+reader. tests/parse/text/test_grammar.py and tests/parse/text/test_native*.py hold the kernels to these
 patterns. The invariants over what these lines hold are declared once too, in
 rules.py.
 """

@@ -5,8 +5,8 @@ large module prints hundreds of thousands of distinct texts. Most of them are
 `%name = SHAPE opcode(%a, %b), key=value, ..., metadata={...}`, which the kernel
 (native/_instructions.c) reads in C without the GIL, all columns at once. It reads
 a text only where it gives exactly parse_instruction's columns, and leaves every
-other text to parse_instruction (tests/test_instruction_columns.py and
-tests/test_instruction_kernel.py hold the two equal, column by column). Without the
+other text to parse_instruction (tests/parse/text/test_instruction_columns.py and
+tests/parse/text/test_instruction_kernel.py hold the two equal, column by column). Without the
 compiled reader (native.MISSING) every text is parse_instruction's.
 """
 

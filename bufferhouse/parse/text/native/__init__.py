@@ -5,7 +5,7 @@ without the GIL, and gives the pattern's named groups as typed columns: numbers 
 int64, strings as strings ("" where a group took no part). It reads only the lines
 the pattern matches, as Python's `re` reads them; at the first other line it raises
 Irregular, and the module goes to the line reader, which words every error.
-tests/test_native*.py and tests/test_grammar.py hold each kernel to its pattern.
+tests/parse/text/test_native*.py and tests/parse/text/test_grammar.py hold each kernel to its pattern.
 `_instructions` reads instruction texts instead, wrapped by text/instructions.py.
 
 The extensions are built by `pip install` where a C compiler exists (setup.py);
