@@ -16,6 +16,7 @@ from bufferhouse.cli.options import (
     output_option,
     write_text_file,
 )
+from bufferhouse.compare.snapshots import sides_kind
 from bufferhouse.schema.warehouse import ENV_DB
 
 
@@ -24,10 +25,13 @@ from bufferhouse.schema.warehouse import ENV_DB
     "--base",
     required=True,
     metavar="SIDE",
-    help="The old run: a label KEY=VALUE[,KEY=VALUE] in --db, a warehouse file, or a dump tree.",
+    help="The old run: a label KEY=VALUE[,KEY=VALUE] in --db, a warehouse file, or a dump tree;"
+    " or a device memory profile, a directory of them, or a snapshot of --db.",
 )
 @click.option("--head", required=True, metavar="SIDE", help="The new run, given like --base.")
-@db_option(f"Warehouse of the label sides (default: ${ENV_DB} or ./bufferhouse.duckdb).")
+@db_option(
+    f"Warehouse of the label and snapshot sides (default: ${ENV_DB} or ./bufferhouse.duckdb)."
+)
 @click.option(
     "--module",
     default=None,
@@ -45,14 +49,16 @@ from bufferhouse.schema.warehouse import ENV_DB
     "--fail-above",
     metavar="PCT|BYTES",
     default=None,
-    help="Exit 1 when a matched module's peak grows by more than this (5%, 10MiB, 1048576).",
+    help="Exit 1 when a matched module's peak (a device's live bytes, for snapshots) grows by"
+    " more than this (5%, 10MiB, 1048576).",
 )
 @click.option(
     "--show",
-    type=click.Choice(["changes", "modules", "buffers", "sources", "causes"]),
+    type=click.Choice(["changes", "modules", "buffers", "sources", "causes", "devices"]),
     default=None,
     help="Print this result table instead of the report (default for csv/json/parquet: "
-    "changes, or buffers with --module). causes: why each module changed (docs/diff.md).",
+    "changes, or buffers with --module). causes: why each module changed (docs/diff.md). "
+    "Snapshots: sources (default, by allocating line) or devices (the totals).",
 )
 @click.option(
     "--causes",
@@ -89,13 +95,23 @@ def diff_command(
     markdown formats print a report (markdown fits a pull-request comment);
     csv, json and parquet print one result table (--show). --show causes (or
     --causes in the report) says why: each module's change in total bytes and
-    in the peak split into causes that sum to it. Exit status: 0, 1
-    when --fail-above trips, 2 for usage errors.
+    in the peak split into causes that sum to it.
+
+    Two device memory profiles (or directories of them, or snapshots of --db)
+    are compared by allocating line per device instead, and --fail-above gates
+    each device's live bytes. Exit status: 0, 1 when --fail-above trips, 2 for
+    usage errors.
 
     Example: bufferhouse diff --base jax=0.6.2 --head jax=0.7.2 --fail-above 5% --format markdown
     """
-    if show in ("buffers", "sources") and module is None:
+    snapshots = sides_kind(base, head, db) == "snapshots"
+    if not snapshots and show in ("buffers", "sources") and module is None:
         raise click.UsageError(f"--show {show} needs --module")
+    if not snapshots and show == "devices":
+        raise click.UsageError("--show devices is for device memory snapshots")
+    if snapshots:
+        _snapshot_diff(base, head, db, fail_above, show, top, fmt, output)
+        return
     result = bufferhouse.diff(
         base,
         head,
@@ -110,14 +126,33 @@ def diff_command(
         click.echo(f"{role}: {side.spec} ({side.kind}, {side.modules} modules)", err=True)
     fmt = output_format(fmt, output)
     if show is None and fmt in ("table", "markdown"):
-        text = result.report(fmt, top=top or None)
-        if output is None:
-            click.echo(text, nl=False)
-        else:
-            write_text_file(output, text)
-            click.echo(f"report -> {output}", err=True)
+        _write_report(result.report(fmt, top=top or None), output)
     else:
         emit(result.table(show or ("buffers" if module else "changes")), fmt, output)
+    if result.gate is not None:
+        click.echo(result.gate.describe(), err=True)
+    sys.exit(1 if result.failed else 0)
+
+
+def _write_report(text: str, output: str | None) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_text_file(output, text)
+        click.echo(f"report -> {output}", err=True)
+
+
+def _snapshot_diff(base, head, db, fail_above, show, top, fmt, output) -> None:
+    """Two device memory snapshots: the report, or one result table."""
+    result = bufferhouse.diff_snapshots(base, head, db, fail_above=fail_above)
+    for role, side in (("base", result.base), ("head", result.head)):
+        n = len(side.snapshots)
+        click.echo(f"{role}: {side.spec} ({side.kind}, {n} snapshot{'s' * (n != 1)})", err=True)
+    fmt = output_format(fmt, output)
+    if show is None and fmt in ("table", "markdown"):
+        _write_report(result.report(fmt, top=top or None), output)
+    else:
+        emit(result.table(show or "sources"), fmt, output)
     if result.gate is not None:
         click.echo(result.gate.describe(), err=True)
     sys.exit(1 if result.failed else 0)
