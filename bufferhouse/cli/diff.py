@@ -2,22 +2,41 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 
 import click
 
 import bufferhouse
 from bufferhouse.cli.options import (
+    USAGE,
     db_option,
     emit,
     format_option,
-    handle_errors,
     output_format,
     output_option,
     write_text_file,
 )
+from bufferhouse.compare import Side, SnapshotSide
 from bufferhouse.compare.snapshots import sides_kind
+from bufferhouse.errors import BufferhouseError
 from bufferhouse.schema.warehouse import ENV_DB
+
+
+def gate_exit_only(func: Callable) -> Callable:
+    """Every error exits 2 here, whatever its kind (a damaged profile, a snapshot name
+    that selects none): exit 1 means the gate tripped, and nothing else."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except BufferhouseError as exc:
+            click.echo(f"bufferhouse: error: {exc}", err=True)
+            sys.exit(USAGE)
+
+    return wrapper
 
 
 @click.command("diff")
@@ -83,7 +102,7 @@ from bufferhouse.schema.warehouse import ENV_DB
     default=None,
     help="Parser processes for dump-tree sides (default: all cores).",
 )
-@handle_errors
+@gate_exit_only
 def diff_command(
     base, head, db, module, peak, fail_above, show, with_causes, top, fmt, output, jobs
 ) -> None:
@@ -100,7 +119,7 @@ def diff_command(
     Two device memory profiles (or directories of them, or snapshots of --db)
     are compared by allocating line per device instead, and --fail-above gates
     each device's live bytes. Exit status: 0, 1 when --fail-above trips, 2 for
-    usage errors.
+    any error (a bad side, option or file).
 
     Example: bufferhouse diff --base jax=0.6.2 --head jax=0.7.2 --fail-above 5% --format markdown
     """
@@ -109,9 +128,6 @@ def diff_command(
         raise click.UsageError(f"--show {show} needs --module")
     if not snapshots and show == "devices":
         raise click.UsageError("--show devices is for device memory snapshots")
-    if snapshots:
-        _snapshot_diff(base, head, db, fail_above, show, top, fmt, output)
-        return
     result = bufferhouse.diff(
         base,
         head,
@@ -123,36 +139,26 @@ def diff_command(
         causes=with_causes or show == "causes",
     )
     for role, side in (("base", result.base), ("head", result.head)):
-        click.echo(f"{role}: {side.spec} ({side.kind}, {side.modules} modules)", err=True)
+        click.echo(f"{role}: {side.spec} ({_what(side)})", err=True)
     fmt = output_format(fmt, output)
     if show is None and fmt in ("table", "markdown"):
-        _write_report(result.report(fmt, top=top or None), output)
+        text = result.report(fmt, top=top or None)
+        if output is None:
+            click.echo(text, nl=False)
+        else:
+            write_text_file(output, text)
+            click.echo(f"report -> {output}", err=True)
     else:
-        emit(result.table(show or ("buffers" if module else "changes")), fmt, output)
+        default = "sources" if snapshots else ("buffers" if module else "changes")
+        emit(result.table(show or default), fmt, output)
     if result.gate is not None:
         click.echo(result.gate.describe(), err=True)
     sys.exit(1 if result.failed else 0)
 
 
-def _write_report(text: str, output: str | None) -> None:
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        write_text_file(output, text)
-        click.echo(f"report -> {output}", err=True)
-
-
-def _snapshot_diff(base, head, db, fail_above, show, top, fmt, output) -> None:
-    """Two device memory snapshots: the report, or one result table."""
-    result = bufferhouse.diff_snapshots(base, head, db, fail_above=fail_above)
-    for role, side in (("base", result.base), ("head", result.head)):
+def _what(side: Side | SnapshotSide) -> str:
+    """A side's kind and size: `label, 4 modules` or `profile, 1 snapshot`."""
+    if isinstance(side, SnapshotSide):
         n = len(side.snapshots)
-        click.echo(f"{role}: {side.spec} ({side.kind}, {n} snapshot{'s' * (n != 1)})", err=True)
-    fmt = output_format(fmt, output)
-    if show is None and fmt in ("table", "markdown"):
-        _write_report(result.report(fmt, top=top or None), output)
-    else:
-        emit(result.table(show or "sources"), fmt, output)
-    if result.gate is not None:
-        click.echo(result.gate.describe(), err=True)
-    sys.exit(1 if result.failed else 0)
+        return f"{side.kind}, {n} snapshot{'s' if n != 1 else ''}"
+    return f"{side.kind}, {side.modules} modules"

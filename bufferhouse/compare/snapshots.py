@@ -126,11 +126,13 @@ def _open(spec: str, role: str, db: str | os.PathLike[str] | None) -> tuple[Snap
         return SnapshotSide(spec, "profiles", tuple(samples)), samples
     snapshot_id = _require_one(spec, role, db)
     with _warehouse(db) as con:
-        table = con.execute(
-            f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM runtime_samples "
-            "WHERE snapshot_id = $id ORDER BY sample_index",
-            {"id": snapshot_id},
-        ).fetch_arrow_table()
+        table = queries.arrow_result(
+            con.sql(
+                f"SELECT {', '.join(_SAMPLE_COLUMNS)} FROM runtime_samples "
+                "WHERE snapshot_id = $id ORDER BY sample_index",
+                params={"id": snapshot_id},
+            )
+        )
     return SnapshotSide(spec, "snapshot", (spec,)), {spec: table}
 
 
