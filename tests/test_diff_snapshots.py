@@ -10,6 +10,8 @@ import json
 import shutil
 from pathlib import Path
 
+import duckdb
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 
@@ -313,3 +315,70 @@ def test_a_module_diff_is_unchanged_by_a_directory_of_profiles_and_dumps():
     assert not isinstance(r, SnapshotDiffResult) and r.base.modules == 1
     with pytest.raises(DiffError, match="holds 2 profiles"):
         bufferhouse.diff(RUN, HEAD / "end.prof")
+
+
+def test_a_device_on_one_side_only(tmp_path):
+    """head's cpu:1 renamed cpu:7 (a profile rewritten here): cpu:7 is new, cpu:1 gone,
+    each line of theirs new or gone; a new device grows from 0, past any percentage."""
+    profile = profile_pb2.Profile()
+    profile.ParseFromString(gzip.decompress((HEAD / "end.prof").read_bytes()))
+    profile.string_table.append("cpu:7")
+    renamed = len(profile.string_table) - 1
+    for sample in profile.sample:
+        for label in sample.label:
+            if profile.string_table[label.str] == "cpu:1":
+                label.str = renamed
+    moved = tmp_path / "moved.prof"
+    moved.write_bytes(gzip.compress(profile.SerializeToString()))
+    r = bufferhouse.diff_snapshots(BASE / "end.prof", moved, fail_above="5%")
+    devices = {x["device"]: x for x in r.devices.to_pylist()}
+    assert devices["cpu:7"]["status"] == "new" and devices["cpu:7"]["change_pct"] is None
+    assert devices["cpu:1"]["status"] == "gone" and devices["cpu:1"]["head_bytes"] == 0
+    assert {x["status"] for x in r.sources.to_pylist() if x["device"] == "cpu:7"} == {"new"}
+    assert {x["status"] for x in r.sources.to_pylist() if x["device"] == "cpu:1"} == {"gone"}
+    assert r.gate.failures.column("device").to_pylist() == ["cpu:0", "cpu:7"]
+    assert "cpu:7 +14.6 KiB (new)" in r.gate.describe()
+
+
+def test_lines_without_a_user_frame():
+    """The SQL's keys on hand-made samples: a stack all in jax is `(jax)`, no stack is
+    `(no stack)`, executables are not device memory; the rows still sum to the totals."""
+    from bufferhouse.compare.statements import run as statement
+
+    names = ["pair", "kind", "device", "count", "bytes", "stack_id", "source_file"]
+    names += ["source_line", "source_function"]
+
+    def samples(rows):
+        return pa.table({n: [r[i] for r in rows] for i, n in enumerate(names)})
+
+    base = samples(
+        [
+            (0, "buffer", "TPU_0", 1, 100, 0, "a.py", 3, "f"),
+            (0, "buffer", "TPU_0", 2, 64, 1, None, None, None),
+            (0, "executable", None, 1, 9999, 2, "a.py", 9, "g"),
+        ]
+    )
+    head = samples(
+        [
+            (0, "buffer", "TPU_0", 1, 100, 0, "a.py", 3, "f"),
+            (0, "buffer", "TPU_0", 1, 300, 5, "a.py", 3, "f"),
+            (0, "buffer", "TPU_0", 1, 8, None, None, None, None),
+        ]
+    )
+    con = duckdb.connect()
+    con.register("base_samples", base)
+    con.register("head_samples", head)
+    con.register(
+        "snapshot_pairs", pa.table({"pair": [0], "base_snapshot": ["a"], "head_snapshot": ["b"]})
+    )
+    rows = statement(con, "snapshot-sources").to_pylist()
+    got = [
+        (x["function"], x["source"], x["status"], x["delta_bytes"], x["count_delta"]) for x in rows
+    ]
+    assert got == [
+        ("f", "a.py:3", "grown", 300, 1),
+        (None, "(jax)", "gone", -64, -2),
+        (None, "(no stack)", "new", 8, 1),
+    ]
+    (device,) = statement(con, "snapshot-devices").to_pylist()
+    assert (device["device"], device["delta_bytes"], device["count_delta"]) == ("TPU_0", 244, 0)

@@ -18,7 +18,7 @@ from bufferhouse.cli.options import (
     output_option,
     write_text_file,
 )
-from bufferhouse.compare import Side, SnapshotSide
+from bufferhouse.compare import Side, SnapshotDiffResult, SnapshotSide
 from bufferhouse.compare.snapshots import sides_kind
 from bufferhouse.errors import BufferhouseError
 from bufferhouse.schema.warehouse import ENV_DB
@@ -123,11 +123,13 @@ def diff_command(
 
     Example: bufferhouse diff --base jax=0.6.2 --head jax=0.7.2 --fail-above 5% --format markdown
     """
-    snapshots = sides_kind(base, head, db) == "snapshots"
-    if not snapshots and show in ("buffers", "sources") and module is None:
-        raise click.UsageError(f"--show {show} needs --module")
-    if not snapshots and show == "devices":
-        raise click.UsageError("--show devices is for device memory snapshots")
+    if show in ("buffers", "sources", "devices") and module is None:
+        # these tables depend on the sides' kind: told before a long ingest, not after
+        snapshots = sides_kind(base, head, db) == "snapshots"
+        if not snapshots and show == "devices":
+            raise click.UsageError("--show devices is for device memory snapshots")
+        if not snapshots:
+            raise click.UsageError(f"--show {show} needs --module")
     result = bufferhouse.diff(
         base,
         head,
@@ -149,7 +151,11 @@ def diff_command(
             write_text_file(output, text)
             click.echo(f"report -> {output}", err=True)
     else:
-        default = "sources" if snapshots else ("buffers" if module else "changes")
+        default = (
+            "sources"
+            if isinstance(result, SnapshotDiffResult)
+            else ("buffers" if module else "changes")
+        )
         emit(result.table(show or default), fmt, output)
     if result.gate is not None:
         click.echo(result.gate.describe(), err=True)

@@ -55,6 +55,7 @@ from bufferhouse.compare.snapshots import (
     SnapshotDiffResult,
     SnapshotGate,
     SnapshotSide,
+    compare_snapshots,
     diff_snapshots,
     sides_kind,
 )
@@ -197,7 +198,7 @@ def diff(
                 f"{', '.join(given)}: for modules; {os.fspath(base)!r} and "
                 f"{os.fspath(head)!r} are device memory snapshots"
             )
-        return diff_snapshots(base, head, db, fail_above=fail_above)
+        return compare_snapshots(os.fspath(base), os.fspath(head), db, fail_above)
     threshold = parse_threshold(fail_above) if fail_above is not None else None
     with ExitStack() as stack:
         b = open_side(base, "base", db, stack, jobs)

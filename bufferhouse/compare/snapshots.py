@@ -320,7 +320,6 @@ def diff_snapshots(
     >>> r = bufferhouse.diff_snapshots("before.prof", "after.prof", fail_above="10MiB")
     >>> r.sources, r.devices, r.failed
     """
-    threshold = parse_threshold(fail_above) if fail_above is not None else None
     base, head = os.fspath(base), os.fspath(head)
     if sides_kind(base, head, db) != "snapshots":
         raise DiffError(
@@ -328,6 +327,17 @@ def diff_snapshots(
             "(profiles, directories of profiles or snapshots of --db); bufferhouse.diff "
             "compares modules"
         )
+    return compare_snapshots(base, head, db, fail_above)
+
+
+def compare_snapshots(
+    base: str,
+    head: str,
+    db: str | os.PathLike[str] | None,
+    fail_above: str | int | Threshold | None,
+) -> SnapshotDiffResult:
+    """diff_snapshots for two sides `sides_kind` has already called snapshots."""
+    threshold = parse_threshold(fail_above) if fail_above is not None else None
     b, base_samples = _open(base, "base", db)
     h, head_samples = _open(head, "head", db)
     names = _pairs(b, h)
@@ -369,6 +379,7 @@ __all__ = [
     "SnapshotDiffResult",
     "SnapshotGate",
     "SnapshotSide",
+    "compare_snapshots",
     "diff_snapshots",
     "side_kind",
     "sides_kind",
