@@ -20,7 +20,7 @@ from bufferhouse.cli import main
 from bufferhouse.compare import SnapshotDiffResult
 from bufferhouse.errors import DiffError, ParseError, UnknownSnapshotError
 from bufferhouse.parse.proto import profile_pb2
-from tests.conftest import DATA
+from tests.conftest import DATA, GOLDEN
 
 PAIR = DATA / "runtime-diff"
 BASE, HEAD = PAIR / "base", PAIR / "head"
@@ -382,3 +382,18 @@ def test_lines_without_a_user_frame():
     ]
     (device,) = statement(con, "snapshot-devices").to_pylist()
     assert (device["device"], device["delta_bytes"], device["count_delta"]) == ("TPU_0", 244, 0)
+
+
+def test_golden_markdown(update_golden, monkeypatch):
+    """The report of the directory pair with a tripped gate, as a pull request shows it."""
+    monkeypatch.chdir(DATA)  # sides as a user types them: no machine path in the report
+    result = run(
+        "diff", "--base", "runtime-diff/base", "--head", "runtime-diff/head",
+        "--format", "markdown", "--fail-above", "11%",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    path = GOLDEN / "diff-snapshots.md"
+    if update_golden:
+        path.write_text(result.stdout)
+    assert path.exists(), f"no golden file {path}; run pytest --update-golden and read the diff"
+    assert result.stdout == path.read_text(), "changed; see git diff after --update-golden"

@@ -25,7 +25,6 @@ def render(r: SnapshotDiffResult, fmt: str = "markdown", top: int | None = 25) -
     s = r.summary()
     title = f"bufferhouse diff: {_code(r.base.spec, fmt)} {arrow} {_code(r.head.spec, fmt)}"
     out = [f"### {title}" if md else title, ""]
-    pairs = f"{s['pairs']} snapshot pairs, " if s["pairs"] != 1 else ""
     counts = ", ".join(
         f"{s[k]} {word}"
         for k, word in (
@@ -37,14 +36,19 @@ def render(r: SnapshotDiffResult, fmt: str = "markdown", top: int | None = 25) -
         )
         if s[k] or k in ("grown", "shrunk", "same")
     )
-    base_sum, head_sum = s["base_bytes"], s["head_bytes"]
-    change = pct(100.0 * (head_sum - base_sum) / base_sum) if base_sum else ""
-    out.append(
-        f"Device memory snapshots: {pairs}{s['devices']} device"
-        f"{'s' if s['devices'] != 1 else ''} ({counts}). Live buffer bytes summed over the "
-        f"devices: {human_bytes(base_sum)} {arrow} {human_bytes(head_sum)} "
-        f"({signed(s['delta_bytes'])}{', ' + change if change else ''})."
-    )
+    devices = r.devices.to_pylist()
+    n = len({d["device"] for d in devices})
+    on = f"{n} device{'s' if n != 1 else ''}"
+    if s["pairs"] == 1:
+        out.append(f"Device memory snapshots on {on} ({counts}); {_totals(devices, arrow)}.")
+    else:
+        out.append(
+            f"Device memory snapshots: {s['pairs']} pairs on {on} (per pair and device: {counts})."
+        )
+        out.append("")
+        for pair in sorted({d["pair"] for d in devices}):
+            rows = [d for d in devices if d["pair"] == pair]
+            out.append(f"- {_code(rows[0]['head_snapshot'], fmt)}: {_totals(rows, arrow)}.")
     if r.gate is not None:
         word = "Gate passed:" if r.gate.passed else "Gate failed:"
         out += ["", f"{'**' + word + '**' if md else word} {r.gate.details(limit=top or 10)}."]
@@ -58,6 +62,17 @@ def render(r: SnapshotDiffResult, fmt: str = "markdown", top: int | None = 25) -
         "bytes and buffers are unchanged are not shown (the result tables hold every row).",
     ]
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _totals(devices: list[dict], arrow: str) -> str:
+    """Live buffer bytes summed over `devices` (of one snapshot pair), base to head."""
+    base = sum(d["base_bytes"] for d in devices)
+    head = sum(d["head_bytes"] for d in devices)
+    change = pct(100.0 * (head - base) / base) if base else ""
+    return (
+        f"live buffer bytes summed over the devices: {human_bytes(base)} {arrow} "
+        f"{human_bytes(head)} ({signed(head - base) or '0 B'}{', ' + change if change else ''})"
+    )
 
 
 def _device(d: dict, sources: list[dict], fmt: str, top: int | None, several: bool) -> list[str]:

@@ -278,7 +278,8 @@ class SnapshotDiffResult:
         return getattr(self, name)
 
     def summary(self) -> dict[str, object]:
-        """Counts of devices by status, and live buffer bytes summed over the devices."""
+        """Counts of device rows by status, and live buffer bytes summed over the devices
+        (and over the snapshot pairs, for two directories)."""
         rows = self.devices.to_pylist()
         base_sum = sum(r["base_bytes"] for r in rows)
         head_sum = sum(r["head_bytes"] for r in rows)
