@@ -397,3 +397,20 @@ def test_golden_markdown(update_golden, monkeypatch):
         path.write_text(result.stdout)
     assert path.exists(), f"no golden file {path}; run pytest --update-golden and read the diff"
     assert result.stdout == path.read_text(), "changed; see git diff after --update-golden"
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [DATA / "jax012" / "cpu" / "profile_mlp" / "memory.prof", RUN / "after.prof"],
+    ids=lambda p: p.parent.name,
+)
+def test_a_snapshot_against_itself_changes_nothing(profile, tmp_path):
+    """The same profile on both sides (one a copy): every row `same`, a gate at 0 bytes
+    passes, and the report says no line changed."""
+    copy = tmp_path / "copy.prof"
+    shutil.copy(profile, copy)
+    r = bufferhouse.diff_snapshots(profile, copy, fail_above=0)
+    assert r.sources.num_rows and set(r.sources.column("status").to_pylist()) == {"same"}
+    assert set(r.devices.column("delta_bytes").to_pylist()) == {0}
+    assert not r.failed
+    assert "No allocating line holds more or less than before." in r.report("table")
