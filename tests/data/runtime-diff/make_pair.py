@@ -2,10 +2,12 @@
 2 CPU devices, each run saving `start.prof` and `end.prof`; and the oracle
 (manifest.json).
 
-    /work/venv312/bin/python tests/data/runtime-diff/make_pair.py
+    JAX_VENV/bin/python tests/data/runtime-diff/make_pair.py   # jax 0.12, CPU
 
 Each variant runs in a process of its own, by the script's path relative to the
-repository root, so the stacks say tests/data/runtime-diff/make_pair.py.
+repository root, so the stacks say tests/data/runtime-diff/make_pair.py; the
+frames of jax's own files are cut to `.venv/lib/pythonX.Y/site-packages/...`
+(still under a `jax` directory, so still jax's frames), no machine path kept.
 Pinned: jax 0.12.0.1 on CPU (the manifest records the version that made them).
 
 The two variants differ by known allocations, each made at a line marked
@@ -129,6 +131,59 @@ def run(variant: str, out: Path) -> dict:
     return oracle
 
 
+#: An installed package's file, from the interpreter's prefix on.
+_SITE = re.compile(r"^/.*?/(lib/python[^/]+/site-packages/)")
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    shift = n = 0
+    while True:
+        b = data[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return n, i
+
+
+def _encode_varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _without_machine_paths(prof: Path) -> None:
+    """The Profile's string_table (field 6, pprof's profile.proto) with each installed
+    file's path cut to `.venv/lib/...`; every other top-level field copied as it is."""
+    import gzip
+
+    data = gzip.decompress(prof.read_bytes())
+    out, i = bytearray(), 0
+    while i < len(data):
+        start = i
+        key, i = _varint(data, i)
+        wire = key & 7
+        if wire == 0:
+            _, i = _varint(data, i)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        elif wire == 2:
+            size, i = _varint(data, i)
+            if key >> 3 == 6:
+                text = _SITE.sub(r".venv/\1", data[i : i + size].decode()).encode()
+                out += _encode_varint(key) + _encode_varint(len(text)) + text
+                i += size
+                continue
+            i += size
+        else:
+            sys.exit(f"{prof}: top-level field {key >> 3} of wire type {wire}")
+        out += data[start:i]
+    prof.write_bytes(gzip.compress(bytes(out), mtime=0))
+
+
 def main() -> None:
     if len(sys.argv) == 3:  # one variant, in a process of its own
         variant, out = sys.argv[1], HERE / sys.argv[2]
@@ -154,6 +209,8 @@ def main() -> None:
             cwd=ROOT,
         )
         oracle = json.loads(done.stdout.splitlines()[-1])
+        for name in ("start.prof", "end.prof"):
+            _without_machine_paths(HERE / variant / name)
         manifest["jax"] = oracle.pop("jax")
         manifest["variants"][variant] = oracle
     (HERE / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
