@@ -17,14 +17,16 @@ from bufferhouse.schema.warehouse import connect_sealed
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from bufferhouse.compare import DiffResult, diff
+    from bufferhouse.compare import DiffResult, SnapshotDiffResult, diff, diff_snapshots
 
 __all__ = [
     "DiffResult",
     "IngestReport",
     "ModuleOutcome",
+    "SnapshotDiffResult",
     "connect",
     "diff",
+    "diff_snapshots",
     "ingest",
     "query",
     "sql",
@@ -32,9 +34,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """`diff` and `DiffResult`, imported on first use: an ingest need not import
-    compare (0.045 s)."""
-    if name in ("diff", "DiffResult"):
+    """`diff`, `diff_snapshots` and their results, imported on first use: an ingest
+    need not import compare (0.045 s)."""
+    if name in ("diff", "DiffResult", "diff_snapshots", "SnapshotDiffResult"):
         from bufferhouse import compare
 
         return getattr(compare, name)

@@ -16,6 +16,10 @@ The comparison SQL is in `bufferhouse/compare/sql/*.sql` (documented like the
 canned queries, read by the one loader `queries.sql_files`); values are
 bound, never spliced.
 
+Two device memory snapshots (pprof profiles, directories of them, or snapshots
+of `db`) are compared by allocating line per device instead: `snapshots` (the
+same `diff` call hands them there; `bufferhouse.diff_snapshots` goes directly).
+
 `bufferhouse.diff` (the public API) calls `diff` here.
 """
 
@@ -46,6 +50,15 @@ from bufferhouse.compare.match import (
     select_pairs,
 )
 from bufferhouse.compare.sides import Side, open_side, peak_buffers
+from bufferhouse.compare.snapshots import (
+    SNAPSHOT_TABLES,
+    SnapshotDiffResult,
+    SnapshotGate,
+    SnapshotSide,
+    compare_snapshots,
+    diff_snapshots,
+    sides_kind,
+)
 from bufferhouse.compare.statements import diff_queries
 from bufferhouse.errors import DiffError
 
@@ -148,7 +161,7 @@ def diff(
     fail_above: str | int | Threshold | None = None,
     jobs: int | None = None,
     causes: bool = False,
-) -> DiffResult:
+) -> DiffResult | SnapshotDiffResult:
     """Compare two runs module by module: which modules' memory changed, and why.
 
     `base` and `head` are each a label (`jax=0.6.2`, looked up in `db`), a
@@ -160,11 +173,32 @@ def diff(
     or total) of the matched modules. `causes` attributes each matched
     module's change in total bytes and in the peak to causes (`r.causes`).
 
+    Two device memory snapshots (profile files, directories of profiles, or
+    snapshots of `db` by id, hash prefix, path or file name) are compared by
+    allocating line per device instead, with the gate on each device's live
+    bytes: a SnapshotDiffResult, as `diff_snapshots` returns.
+
     >>> r = bufferhouse.diff("jax=0.6.2", "jax=0.7.2", db="fleet.duckdb", fail_above="5%")
     >>> r.modules, r.failed
     """
     if peak not in PEAKS:
         raise DiffError(f"peak must be one of {', '.join(PEAKS)}, got {peak!r}")
+    if sides_kind(os.fspath(base), os.fspath(head), db) == "snapshots":
+        given = [
+            text
+            for text, on in (
+                (f"module={module!r}", module is not None),
+                (f"peak={peak!r}", peak != "heap"),
+                ("causes=True", causes),
+            )
+            if on
+        ]
+        if given:
+            raise DiffError(
+                f"{', '.join(given)}: for modules; {os.fspath(base)!r} and "
+                f"{os.fspath(head)!r} are device memory snapshots"
+            )
+        return compare_snapshots(os.fspath(base), os.fspath(head), db, fail_above)
     threshold = parse_threshold(fail_above) if fail_above is not None else None
     with ExitStack() as stack:
         b = open_side(base, "base", db, stack, jobs)
@@ -218,15 +252,20 @@ __all__ = [
     "METRICS",
     "PEAKS",
     "PEAK_TITLES",
+    "SNAPSHOT_TABLES",
     "TABLES",
     "DiffResult",
     "Features",
     "Gate",
     "ModuleRef",
     "Side",
+    "SnapshotDiffResult",
+    "SnapshotGate",
+    "SnapshotSide",
     "Threshold",
     "diff",
     "diff_queries",
+    "diff_snapshots",
     "match_modules",
     "parse_threshold",
 ]

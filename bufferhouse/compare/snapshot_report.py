@@ -1,0 +1,116 @@
+"""A snapshot diff as text: markdown for a pull-request comment, or aligned columns for a
+terminal; one table per device of the lines whose bytes or buffers changed."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from bufferhouse.compare.gate import pct, signed
+from bufferhouse.compare.report import _code, _grid, _limited, _more, _section
+from bufferhouse.errors import DiffError
+from bufferhouse.render import human_bytes
+
+if TYPE_CHECKING:  # annotations only: snapshots imports this module on use
+    from bufferhouse.compare.snapshots import SnapshotDiffResult
+
+_HEADERS = ["function", "source", "base", "head", "delta", "buffers", "count delta"]
+
+
+def render(r: SnapshotDiffResult, fmt: str = "markdown", top: int | None = 25) -> str:
+    """See SnapshotDiffResult.report."""
+    if fmt not in ("markdown", "table"):
+        raise DiffError(f"report format must be markdown or table, got {fmt!r}")
+    md = fmt == "markdown"
+    arrow = "→" if md else "->"
+    s = r.summary()
+    title = f"bufferhouse diff: {_code(r.base.spec, fmt)} {arrow} {_code(r.head.spec, fmt)}"
+    out = [f"### {title}" if md else title, ""]
+    counts = ", ".join(
+        f"{s[k]} {word}"
+        for k, word in (
+            ("grown", "grown"),
+            ("shrunk", "shrunk"),
+            ("same", "unchanged"),
+            ("new", "new"),
+            ("gone", "gone"),
+        )
+        if s[k] or k in ("grown", "shrunk", "same")
+    )
+    devices = r.devices.to_pylist()
+    n = len({d["device"] for d in devices})
+    on = f"{n} device{'s' if n != 1 else ''}"
+    if s["pairs"] == 1:
+        out.append(f"Device memory snapshots on {on} ({counts}); {_totals(devices, arrow)}.")
+    else:
+        out.append(
+            f"Device memory snapshots: {s['pairs']} pairs on {on} (per pair and device: {counts})."
+        )
+        out.append("")
+        for pair in sorted({d["pair"] for d in devices}):
+            rows = [d for d in devices if d["pair"] == pair]
+            out.append(f"- {_code(rows[0]['head_snapshot'], fmt)}: {_totals(rows, arrow)}.")
+    if r.gate is not None:
+        word = "Gate passed:" if r.gate.passed else "Gate failed:"
+        out += ["", f"{'**' + word + '**' if md else word} {r.gate.details(limit=top or 10)}."]
+    sources = r.sources.to_pylist()
+    several = s["pairs"] > 1
+    for device in r.devices.to_pylist():
+        out += _device(device, sources, fmt, top, several)
+    out += [
+        "",
+        "The rows of a device sum to the change of its live buffer bytes; lines whose "
+        "bytes and buffers are unchanged are not shown (the result tables hold every row).",
+    ]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _totals(devices: list[dict], arrow: str) -> str:
+    """Live buffer bytes summed over `devices` (of one snapshot pair), base to head."""
+    base = sum(d["base_bytes"] for d in devices)
+    head = sum(d["head_bytes"] for d in devices)
+    change = pct(100.0 * (head - base) / base) if base else ""
+    return (
+        f"live buffer bytes summed over the devices: {human_bytes(base)} {arrow} "
+        f"{human_bytes(head)} ({signed(head - base) or '0 B'}{', ' + change if change else ''})"
+    )
+
+
+def _device(d: dict, sources: list[dict], fmt: str, top: int | None, several: bool) -> list[str]:
+    """One device's section: its totals, then its changed lines by absolute change."""
+    arrow = "→" if fmt == "markdown" else "->"
+    name = f"{d['device']}" if d["device"] is not None else "(no device)"
+    if several:
+        name = f"{d['head_snapshot']}, {name}"
+    change = pct(d["change_pct"]) if d["change_pct"] is not None else d["status"]
+    title = (
+        f"{name}: {human_bytes(d['base_bytes'])} {arrow} {human_bytes(d['head_bytes'])} "
+        f"({signed(d['delta_bytes']) or '0 B'}, {change}), "
+        f"{d['base_count']} {arrow} {d['head_count']} buffers"
+    )
+    out = _section(title, fmt)
+    changed = [
+        x
+        for x in sources
+        if x["pair"] == d["pair"]
+        and x["device"] == d["device"]
+        and (x["delta_bytes"] or x["count_delta"])
+    ]
+    if not changed:
+        return [*out, "No allocating line holds more or less than before."]
+    shown, hidden = _limited(changed, top)
+    rows = [
+        [
+            _code(x["function"], fmt) if x["function"] else "",
+            _code(x["source"], fmt),
+            human_bytes(x["base_bytes"]),
+            human_bytes(x["head_bytes"]),
+            signed(x["delta_bytes"]) or "0 B",
+            f"{x['base_count']} {arrow} {x['head_count']}",
+            f"{x['count_delta']:+d}",
+        ]
+        for x in shown
+    ]
+    return out + _grid(_HEADERS, rows, {2, 3, 4, 5, 6}, fmt) + _more(hidden, "lines")
+
+
+__all__ = ["render"]
