@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import bufferhouse
 from bufferhouse.parse import ParseResult, parse_files, parse_module
 from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import ModuleFiles, discover
@@ -47,7 +48,9 @@ def _assert_same(alone: Reading, batched: Reading, where: str) -> None:
         assert got.schema.equals(table.schema, check_metadata=True), (where, name)
         assert got.equals(table), (where, name)
     assert batched.facts == alone.facts, where
-    assert [vars(w) for w in batched.warnings] == [vars(w) for w in alone.warnings], where
+    assert [(type(w), vars(w)) for w in batched.warnings] == [
+        (type(w), vars(w)) for w in alone.warnings
+    ], where
     assert batched.sections == alone.sections, where
     assert batched.features == alone.features, where
     assert batched.form == alone.form, where
@@ -148,3 +151,8 @@ def test_bad_modules_fail_alone_with_their_own_errors(tmp_path: Path) -> None:
     assert cut.line > 0 and "truncated" in cut.message
     assert errors[str(files[17])].line > 0
     assert "too large" in errors[str(files[30])].message and errors[str(files[30])].line > 0
+    # and through an ingest: the good ones land, each bad one is its located error
+    report = bufferhouse.ingest(tmp_path / "mixed", tmp_path / "w.duckdb", jobs=1)
+    assert len(report.loaded) == len(files) - len(hows)
+    landed = {o.files.display: vars(o.error) for o in report.outcomes if o.status == "failed"}
+    assert landed == {str(p): vars(errors[str(p)]) for p in hows}
