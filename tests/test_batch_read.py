@@ -8,6 +8,8 @@ import random
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 import bufferhouse
@@ -156,3 +158,24 @@ def test_bad_modules_fail_alone_with_their_own_errors(tmp_path: Path) -> None:
     assert len(report.loaded) == len(files) - len(hows)
     landed = {o.files.display: vars(o.error) for o in report.outcomes if o.status == "failed"}
     assert landed == {str(p): vars(errors[str(p)]) for p in hows}
+
+
+def test_the_batch_reading_is_the_module_readings_laid_end_to_end() -> None:
+    """Each batch table is the one-module tables of the modules it keeps, in batch order,
+    with their batch index as an int32 `module` column."""
+    groups = _text_groups(DATA / "corpus")[:40]
+    scanned = read_batch([g.dump_files() for g in groups], [g.hlo for g in groups], 1 << 16)
+    batch = finish_batch(scanned, read_lines)
+    kept = [i for i in range(len(groups)) if not batch.left[i]]
+    assert kept
+    alone = {i: parse_module(groups[i].dump_files(), groups[i].hlo) for i in kept}
+    for name, table in batch.tables.items():
+        module = pa.array(table["module"].to_numpy())
+        table = table.filter(pc.is_in(module, value_set=pa.array(kept, pa.int32())))
+        want = pa.concat_tables(
+            alone[i]
+            .tables[name]
+            .append_column("module", pa.array([i] * alone[i].tables[name].num_rows, pa.int32()))
+            for i in kept
+        )
+        assert table.equals(want), name
