@@ -1,12 +1,15 @@
-"""Small modules parsed as a batch: what one module's parse does for each, then the steps
-that are cheaper over the whole batch at once than module by module.
+"""Small modules parsed as a batch: each identified as parse_files does, their texts read
+together, each derived, then the steps that are cheaper over the whole batch at once.
 
 A fleet is mostly helper modules of a few kB (issue 39): their cost is the number of
-Python and Arrow calls a module, not their bytes. `parse_batch` reads each module as
-parse_files does (identity, the known check, the reading, derive), leaving two steps to
-the batch: the assignment fingerprints (one sort, one text column and one join over all
-the batch's allocations and placements: derive.fingerprint.batch_fingerprints) and the
-check of the module rows against their columns (one Arrow table of all the rows).
+Python and Arrow calls a module, not their bytes. `parse_batch` identifies each module
+(its hash, the known check), reads the texts of all those left as one batch
+(text/batch_scan.py, batch_rules.py, batch_finish.py: one table a kind with a module
+column, split into the per-module Readings) and derives each Reading as parse_files
+does; then the batch computes the assignment fingerprints (one sort, one text column and
+one join over all the batch's allocations and placements:
+derive.fingerprint.batch_fingerprints) and checks the module rows against their columns
+(one Arrow table of all the rows).
 
 Whole or nothing per module: a module that fails (a located DumpError, a number too
 large for its column) fails alone with its own error, as it would parsed alone; the
