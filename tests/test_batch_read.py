@@ -179,3 +179,34 @@ def test_the_batch_reading_is_the_module_readings_laid_end_to_end() -> None:
             for i in kept
         )
         assert table.equals(want), name
+
+
+def test_a_batch_wide_failure_sends_only_its_module_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step the batch cannot take for one module (here: made to raise) leaves that
+    module alone, by halving the batch; the others are still read together."""
+    import bufferhouse.parse.batch as batch
+
+    files = _copies(tmp_path / "fleet", 4)
+    poisoned = str(files[7])
+    real_finish, real_parse = batch.finish_batch, batch.parse_files
+    alone: list[str] = []
+
+    def finish(scanned, read):
+        if poisoned in scanned.ba_paths:
+            raise RuntimeError("not batch-wide")
+        return real_finish(scanned, read)
+
+    def parse(group, *args, **kwargs):
+        alone.append(group.buffer_assignment)
+        return real_parse(group, *args, **kwargs)
+
+    monkeypatch.setattr(batch, "finish_batch", finish)
+    monkeypatch.setattr(batch, "parse_files", parse)
+    groups = discover([tmp_path / "fleet"])
+    results = parse_batch(groups)
+    assert alone == [poisoned]
+    monkeypatch.setattr(batch, "parse_files", real_parse)
+    for group, got in zip(groups, results):
+        _same_result(got, parse_files(group), group.display)

@@ -101,8 +101,9 @@ def _parsed(
 
 def _readings(groups: Sequence[ModuleFiles]) -> list[Reading | None]:
     """The text Reading of each module read as one batch (text.batch_finish), None for a
-    module the batch leaves, or for all when a batch-wide step fails (a bug of ours, or
-    what it cannot do batch-wide): those are parsed alone."""
+    module the batch leaves: those are parsed alone. A batch-wide step that fails (what
+    it cannot do batch-wide, or a bug of ours) fails the halves of the batch in turn, so
+    only the module it cannot take is parsed alone."""
     if not groups or BATCH_READING is False:
         return [None] * len(groups)
     try:
@@ -112,7 +113,10 @@ def _readings(groups: Sequence[ModuleFiles]) -> list[Reading | None]:
             )
             return finish_batch(scanned, read_lines).split()
     except Exception:
-        return [None] * len(groups)
+        if len(groups) == 1:
+            return [None]
+        half = len(groups) // 2
+        return [*_readings(groups[:half]), *_readings(groups[half:])]
 
 
 def _fingerprint(groups: Sequence[ModuleFiles], results: list[ParseResult], at: list[int]) -> None:
