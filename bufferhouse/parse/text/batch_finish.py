@@ -82,19 +82,15 @@ def finish_batch(b: BatchScanned, read: Callable[[str], Iterable[tuple[int, str]
     n = b.modules
     warnings: list[list[DumpError]] = [[] for _ in range(n)]
     sections = [list(r.sections) if r is not None else [] for r in b.readers]
-    live_rows, live_last = _live_ranges(t, n)
-    peak_table = _peak(b, t, live_last, left)
+    live_rows, live_last, peak_vid, peak_live = _live_ranges(t, n)
+    peak_table = _peak(b, t["peak"], live_last, peak_vid, peak_live, left)
     instructions = batch_texts.instructions(b, t, warnings, sections, read, left)
     by_id = _values_by_id(t["values"])
     per_shape, codes, bad = shape_columns(by_id)
     if bad:
         rows = _np(pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type)))
         left[_np(by_id["module"])[rows]] = True
-    for i in np.unique(
-        _np(t["allocs"]["module"])[_np(pc.is_valid(t["allocs"]["unknown_attributes"]))]
-    ):
-        alloc_rows = t["allocs"].filter(pc.equal(t["allocs"]["module"], int(i)))
-        warnings[i] += unknown_attributes(b.ba_paths[i], alloc_rows)
+    _unknown_attributes(b, t["allocs"], warnings)
     tables = {
         "allocations": _allocations_table(t["allocs"]),
         "hlo_values": values_of(by_id, per_shape),
@@ -108,6 +104,22 @@ def finish_batch(b: BatchScanned, read: Callable[[str], Iterable[tuple[int, str]
         "stack_trace": _rows_by_module("stack_trace", b, left, _trace_rows),
         "usage_report": _rows_by_module("usage_report", b, left, lambda r: list(r.report)),
     }
+    _with_modules(tables, t, by_id)
+    facts, warnings = _per_module(b, t["peak"], warnings, left)
+    features = [set(r.features) if r is not None else set() for r in b.readers]
+    return BatchReading(tables, facts, warnings, sections, features, left)
+
+
+def _unknown_attributes(b: BatchScanned, allocs: pa.Table, warnings: list[list[DumpError]]) -> None:
+    """finish.unknown_attributes of each module whose headers have some (few do)."""
+    module = _np(allocs["module"])
+    for i in np.unique(module[_np(pc.is_valid(allocs["unknown_attributes"]))]).tolist():
+        rows = allocs.filter(pc.equal(allocs["module"], i))
+        warnings[i] += unknown_attributes(b.ba_paths[i], rows)
+
+
+def _with_modules(tables: dict[str, pa.Table], t: dict[str, pa.Table], by_id: pa.Table) -> None:
+    """Each table with the module of its rows (the tables made of row tuples have it)."""
     module_of = {
         "allocations": t["allocs"],
         "hlo_values": by_id,
@@ -120,16 +132,21 @@ def finish_batch(b: BatchScanned, read: Callable[[str], Iterable[tuple[int, str]
     }
     for name, source in module_of.items():
         tables[name] = tables[name].append_column("module", source["module"])
-    at = module_bounds(t["peak"]["module"], n)
+
+
+def _per_module(
+    b: BatchScanned, peak: pa.Table, warnings: list[list[DumpError]], left: np.ndarray
+) -> tuple[list, list[list[DumpError]]]:
+    """Each kept module's facts, and its warnings with its reader's after finish's (as
+    finish orders them)."""
+    at = module_bounds(peak["module"], b.modules)
     facts = [
-        None if left[i] or r is None else _facts(r, t["peak"], at, i)
-        for i, r in enumerate(b.readers)
+        None if left[i] or r is None else _facts(r, peak, at, i) for i, r in enumerate(b.readers)
     ]
     for i, r in enumerate(b.readers):
         if r is not None:
             warnings[i] += r.warnings
-    features = [set(r.features) if r is not None else set() for r in b.readers]
-    return BatchReading(tables, facts, warnings, sections, features, left)
+    return facts, warnings
 
 
 def _np(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -156,9 +173,12 @@ def _module_keys(tables: list[pa.Table], n: int) -> list[np.ndarray]:
     return [k * n + _np(t["module"]).astype(np.int64) for k, t in zip(keys, tables)]
 
 
-def _live_ranges(t: dict[str, pa.Table], n: int) -> tuple[dict[str, object], pa.Table]:
-    """finish._live_and_peak's live_ranges columns, and the last entry of each key (with
-    its module), keyed within each module."""
+def _live_ranges(
+    t: dict[str, pa.Table], n: int
+) -> tuple[dict[str, object], pa.Table, pa.Array, np.ndarray]:
+    """finish._live_and_peak's live_ranges columns, the last entry of each key (with its
+    module), and for each peak row the value it names and whether it names a live entry;
+    every key within its module."""
     live, values = t["live"], t["values"]
     named = pa.table(
         {
@@ -171,8 +191,8 @@ def _live_ranges(t: dict[str, pa.Table], n: int) -> tuple[dict[str, object], pa.
     by_value, by_live = _LastRows(value_codes), _LastRows(live_codes)
     value_ids = _np(values["value_id"]).astype(np.int64)
     live_vid = _found(value_ids, by_value.find(live_codes))
-    t["peak_vid"] = pa.table({"v": _found(value_ids, by_value.find(peak_codes))})
-    t["peak_live"] = pa.table({"v": pa.array(by_live.find(peak_codes) >= 0)})
+    peak_vid = _found(value_ids, by_value.find(peak_codes))
+    peak_live = by_live.find(peak_codes) >= 0
     last = pa.array(by_live.in_order(), pa.int64())
     live_last = live.select(["instruction", "shape_index", "start_time", "end_time", "module"])
     live_rows = {
@@ -182,19 +202,22 @@ def _live_ranges(t: dict[str, pa.Table], n: int) -> tuple[dict[str, object], pa.
         "start_time": live["start_time"],
         "end_time": live["end_time"],
     }
-    return live_rows, live_last.take(last)
+    return live_rows, live_last.take(last), peak_vid, peak_live
 
 
 def _peak(
-    b: BatchScanned, t: dict[str, pa.Table], live_last: pa.Table, left: np.ndarray
+    b: BatchScanned,
+    peak: pa.Table,
+    live_last: pa.Table,
+    value_id: pa.Array,
+    live: np.ndarray,
+    left: np.ndarray,
 ) -> pa.Table:
     """finish._peak_rows over the batch: a module whose list names a value not live, or
     whose cumulative bytes are not the running sum, or that lists fewer or more values
-    than are live at its peak, is left."""
-    peak = t["peak"]
+    than are live at its peak, is left. `value_id`: the value each row names; `live`:
+    whether it names an entry of `live_last`."""
     module = _np(peak["module"])
-    live = _np(t.pop("peak_live")["v"])
-    value_id = t.pop("peak_vid")["v"]
     n = b.modules
     if len(module):
         not_live = ~live

@@ -57,7 +57,6 @@ def instructions(
         (r.used_path or path) if r is not None else path for r, path in zip(b.readers, b.ba_paths)
     ]
     parsed = _parse(texts, lines, of, paths, warnings, left)
-    frame_id = parsed["stack_frame_id"]
     source = _sources(b, parsed, of, sections, warnings, read, n)
     columns: dict[str, object] = {name: parsed[name] for name in _PARSED.names}
     columns.update(
@@ -67,7 +66,6 @@ def instructions(
         source_function=source[2],
         text=texts,
     )
-    del frame_id
     out = table("instructions", columns)
     return out.append_column("module", pa.array(of, pa.int32()))
 
