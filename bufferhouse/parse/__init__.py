@@ -21,7 +21,7 @@ import os
 import re
 import traceback
 from collections import Counter
-from collections.abc import Container, Iterator, Sequence
+from collections.abc import Callable, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -207,6 +207,19 @@ def parse_files(
         return parse_log(files)
     if isinstance(files, ProfileFile):
         return parse_profile(files, max_bytes)
+    first = identified(files, known, max_bytes)
+    if isinstance(first, ParseResult):
+        return first
+    return parsed_module(
+        files, first, lambda: _read(files, first, accelerate, threads), batched, max_bytes
+    )
+
+
+def identified(
+    files: ModuleFiles, known: Container[str], max_bytes: int | None
+) -> ParseResult | Identity:
+    """The module's identity, or its result when that is all there is to it: skipped,
+    failed before it is read, or present in the warehouse already."""
     if files.skip is not None:
         return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
     if files.problems and files.buffer_assignment is None and files.proto is None:
@@ -223,14 +236,28 @@ def parse_files(
             identity = _identify(files, max_bytes)
         except DumpError as again:
             return ParseResult("failed", error=again)
-    digest, nbytes = identity.content_hash, identity.bytes_read
-    if digest in known:
-        return ParseResult("present", content_hash=digest, bytes_read=nbytes)
+    if identity.content_hash in known:
+        return ParseResult(
+            "present", content_hash=identity.content_hash, bytes_read=identity.bytes_read
+        )
     if identity.dump_hash in known:  # held under its dump files alone: see _held_without_hlo
         return _held_without_hlo(files, identity)
+    return identity
+
+
+def parsed_module(
+    files: ModuleFiles,
+    identity: Identity,
+    read: Callable[[], Reading | _Split | None],
+    batched: bool = False,
+    max_bytes: int | None = None,
+) -> ParseResult:
+    """The module's result from its reading (`read` makes it): derived, its tables as the
+    warehouse declares them; a failure of either, located, fails the module alone."""
+    digest, nbytes = identity.content_hash, identity.bytes_read
     try:
         with memory.system_allocator():  # derive too: see memory.py
-            reading = _read(files, identity, accelerate, threads)
+            reading = read()
             if isinstance(reading, _Split):
                 return _split(files, reading, max_bytes)
             if reading is None:

@@ -1,12 +1,15 @@
-"""Small modules parsed as a batch: what one module's parse does for each, then the steps
-that are cheaper over the whole batch at once than module by module.
+"""Small modules parsed as a batch: each identified as parse_files does, their texts read
+together, each derived, then the steps that are cheaper over the whole batch at once.
 
 A fleet is mostly helper modules of a few kB (issue 39): their cost is the number of
-Python and Arrow calls a module, not their bytes. `parse_batch` reads each module as
-parse_files does (identity, the known check, the reading, derive), leaving two steps to
-the batch: the assignment fingerprints (one sort, one text column and one join over all
-the batch's allocations and placements: derive.fingerprint.batch_fingerprints) and the
-check of the module rows against their columns (one Arrow table of all the rows).
+Python and Arrow calls a module, not their bytes. `parse_batch` identifies each module
+(its hash, the known check), reads the texts of all those left as one batch
+(text/batch_scan.py, batch_rules.py, batch_finish.py: one table a kind with a module
+column, split into the per-module Readings) and derives each Reading as parse_files
+does; then the batch computes the assignment fingerprints (one sort, one text column and
+one join over all the batch's allocations and placements:
+derive.fingerprint.batch_fingerprints) and checks the module rows against their columns
+(one Arrow table of all the rows).
 
 Whole or nothing per module: a module that fails (a located DumpError, a number too
 large for its column) fails alone with its own error, as it would parsed alone; the
@@ -21,16 +24,28 @@ from collections.abc import Container, Sequence
 import pyarrow as pa
 
 from bufferhouse.parse import (
+    VECTOR_MIN_BYTES,
     ParseResult,
     check_rows,
+    identified,
     internal_error,
+    memory,
     parse_files,
+    parsed_module,
     range_error,
 )
 from bufferhouse.parse.derive.fingerprint import assignment_fingerprint, batch_fingerprints
 from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.model import Reading
+from bufferhouse.parse.reader import Identity, read_lines
+from bufferhouse.parse.text.batch_finish import finish_batch
+from bufferhouse.parse.text.batch_scan import read_batch
 
-__all__ = ["batchable", "parse_batch"]
+__all__ = ["BATCH_READING", "batchable", "parse_batch"]
+
+#: Read a batch's texts as one (text.batch_scan, batch_finish); False reads each module
+#: alone, as before (for comparisons: bench/batch_ab.py, tests).
+BATCH_READING = True
 
 
 def batchable(group: object) -> bool:
@@ -50,7 +65,7 @@ def parse_batch(
     groups: Sequence[ModuleFiles], known: Container[str] = frozenset(), max_bytes: int | None = None
 ) -> list[ParseResult]:
     """The result of each of `groups` (batchable ones), in their order. Never raises."""
-    results = [parse_files(g, known, max_bytes, batched=True) for g in groups]
+    results = _parsed(groups, known, max_bytes)
     pending = [
         i
         for i, r in enumerate(results)
@@ -59,6 +74,49 @@ def parse_batch(
     _fingerprint(groups, results, pending)
     _check_rows(groups, results, [i for i in pending if results[i].status == "parsed"])
     return results
+
+
+def _parsed(
+    groups: Sequence[ModuleFiles], known: Container[str], max_bytes: int | None
+) -> list[ParseResult]:
+    """Each module identified; those to parse read together (_readings), then derived one
+    by one; a module the batch leaves is parsed alone, as parse_files would."""
+    results: list[ParseResult | None] = []
+    pending: list[tuple[int, Identity]] = []
+    for i, group in enumerate(groups):
+        first = identified(group, known, max_bytes)
+        if isinstance(first, ParseResult):
+            results.append(first)
+        else:
+            results.append(None)
+            pending.append((i, first))
+    readings = _readings([groups[i] for i, _ in pending])
+    for (i, identity), reading in zip(pending, readings):
+        if reading is None:
+            results[i] = parse_files(groups[i], known, max_bytes, batched=True)
+        else:
+            results[i] = parsed_module(groups[i], identity, lambda r=reading: r, True, max_bytes)
+    return results  # type: ignore[return-value]
+
+
+def _readings(groups: Sequence[ModuleFiles]) -> list[Reading | None]:
+    """The text Reading of each module read as one batch (text.batch_finish), None for a
+    module the batch leaves: those are parsed alone. A batch-wide step that fails (what
+    it cannot do batch-wide, or a bug of ours) fails the halves of the batch in turn, so
+    only the module it cannot take is parsed alone."""
+    if not groups or BATCH_READING is False:
+        return [None] * len(groups)
+    try:
+        with memory.system_allocator():
+            scanned = read_batch(
+                [g.dump_files() for g in groups], [g.hlo for g in groups], VECTOR_MIN_BYTES
+            )
+            return finish_batch(scanned, read_lines).split()
+    except Exception:
+        if len(groups) == 1:
+            return [None]
+        half = len(groups) // 2
+        return [*_readings(groups[:half]), *_readings(groups[half:])]
 
 
 def _fingerprint(groups: Sequence[ModuleFiles], results: list[ParseResult], at: list[int]) -> None:

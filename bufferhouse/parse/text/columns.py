@@ -172,30 +172,10 @@ def instructions(
     source_function = pa.nulls(len(parsed), pa.string())
     frame_id = parsed["stack_frame_id"]
     if hlo_path and frame_id.null_count < len(frame_id):
-        try:
-            frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
-            if "hlo" not in s.sections:
-                s.sections.append("hlo")
-        except DumpError as exc:
-            warnings.append(exc)
-            frames = {}
-        # A frame id stands for the location where the metadata names no file.
-        ids = pa.array(list(frames), pa.int64())
-        where = pc.index_in(pc.cast(frame_id, pa.int64()), value_set=ids)
-        resolve = pc.and_(pc.is_null(source_file), pc.is_valid(where))
-        locs = list(frames.values())
-        for column, values, type_ in (
-            ("file", [loc.file for loc in locs], pa.string()),
-            ("line", [loc.line for loc in locs], pa.int32()),
-            ("function", [loc.function for loc in locs], pa.string()),
-        ):
-            found = pc.take(pa.array(values, type_), where)
-            if column == "file":
-                source_file = pc.if_else(resolve, found, source_file)
-            elif column == "line":
-                source_line = pc.if_else(resolve, found, source_line)
-            else:
-                source_function = pc.if_else(resolve, found, source_function)
+        frames = stack_frames(hlo_path, read, s.sections, warnings)
+        source_file, source_line, source_function = resolve_frames(
+            pc.cast(frame_id, pa.int64()), list(frames), list(frames.values()), parsed
+        )
     columns: dict[str, object] = {name: parsed[name] for name in _PARSED.names}
     columns.update(
         instruction=pc.take(names, take),
@@ -205,6 +185,48 @@ def instructions(
         text=texts,
     )
     return table("instructions", {f.name: columns[f.name] for f in schema})
+
+
+def stack_frames(
+    hlo_path: str,
+    read: Callable[[str], Iterable[tuple[int, str]]],
+    sections: list[str],
+    warnings: list[DumpError],
+) -> dict:
+    """The HLO file's stack frames by id ("hlo" joins `sections`); none, and its error
+    joins `warnings`, when it does not read."""
+    try:
+        frames = hlo.parse_stack_frames(line for _, line in read(hlo_path))
+    except DumpError as exc:
+        warnings.append(exc)
+        return {}
+    if "hlo" not in sections:
+        sections.append("hlo")
+    return frames
+
+
+def resolve_frames(
+    keys: pa.Array | pa.ChunkedArray, known: list[int], locs: list, parsed: pa.Table
+) -> tuple[pa.Array | pa.ChunkedArray, ...]:
+    """source_file, source_line and source_function of the parsed texts: where the metadata
+    names no file, the location of its frame (`keys`: each text's frame key, `known` the
+    keys of `locs`; a batch keys frames by module too)."""
+    source_file, source_line = parsed["source_file"], parsed["source_line"]
+    where = pc.index_in(keys, value_set=pa.array(known, pa.int64()))
+    resolve = pc.and_(pc.is_null(source_file), pc.is_valid(where))
+    found = [
+        pc.take(pa.array(values, type_), where)
+        for values, type_ in (
+            ([loc.file for loc in locs], pa.string()),
+            ([loc.line for loc in locs], pa.int32()),
+            ([loc.function for loc in locs], pa.string()),
+        )
+    ]
+    return (
+        pc.if_else(resolve, found[0], source_file),
+        pc.if_else(resolve, found[1], source_line),
+        pc.if_else(resolve, found[2], pa.nulls(len(parsed), pa.string())),
+    )
 
 
 def _take_ascending(
@@ -318,6 +340,23 @@ def _too_large_in(shape: shapes.Shape) -> str | None:
 
 def value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
     """hlo_values rows (sorted by id); each distinct shape string is parsed once."""
+    per_shape, codes, bad = shape_columns(by_id)
+    if bad:
+        mask = pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type))
+        i = first_true(mask)
+        assert i is not None
+        raise ParseError(
+            ba_path,
+            by_id["line"][i].as_py(),
+            bad[codes[i].as_py()],
+            by_id["shape"][i].as_py(),
+        )
+    return values_of(by_id, per_shape)
+
+
+def shape_columns(by_id: pa.Table) -> tuple[dict[str, pa.Array], pa.Array, dict[int, str]]:
+    """The columns read from each value's shape, the code of each row's shape, and the
+    codes of the shapes not understood (or too large) with their errors."""
     encoded = pc.dictionary_encode(by_id["shape"].combine_chunks())
     distinct = encoded.dictionary.to_pylist()
     codes = encoded.indices
@@ -337,16 +376,16 @@ def value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
             continue
         for col, value in zip(per_shape.values(), shapes.value_facts(shape)):
             col.append(value)
-    if bad:
-        mask = pc.is_in(codes, value_set=pa.array(sorted(bad), codes.type))
-        i = first_true(mask)
-        assert i is not None
-        raise ParseError(
-            ba_path,
-            by_id["line"][i].as_py(),
-            bad[codes[i].as_py()],
-            by_id["shape"][i].as_py(),
-        )
+    schema = SCHEMAS["hlo_values"]
+    taken = {
+        name: pc.take(pa.array(col, schema.field(name).type), codes)
+        for name, col in per_shape.items()
+    }
+    return taken, codes, bad
+
+
+def values_of(by_id: pa.Table, per_shape: dict[str, pa.Array]) -> pa.Table:
+    """The hlo_values table of the values (by id) and the columns of their shapes."""
     columns: dict[str, object] = {
         "value_id": by_id["value_id"],
         "instruction": by_id["instruction"],
@@ -355,8 +394,6 @@ def value_table(by_id: pa.Table, ba_path: str) -> pa.Table:
         "color": by_id["color"],
         "shape": by_id["shape"],
         "line": by_id["line"],
+        **per_shape,
     }
-    schema = SCHEMAS["hlo_values"]
-    for name, col in per_shape.items():
-        columns[name] = pc.take(pa.array(col, schema.field(name).type), codes)
     return table("hlo_values", columns)
