@@ -39,9 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
-from bufferhouse.parse import ParseResult, parse_files, proto  # noqa: E402
+from bufferhouse.parse import parse_files, proto  # noqa: E402
 from bufferhouse.parse.discover import discover  # noqa: E402
 from bufferhouse.parse.proto import hlo_pb2  # noqa: E402
+from bufferhouse.parse.results import Failed, ParsedModule, outcome_name  # noqa: E402
 from bufferhouse.schema.invariants import violations  # noqa: E402
 
 BOTH = ROOT / "tests" / "data" / "proto" / "both"
@@ -186,7 +187,7 @@ def mutate(rng: random.Random, seed: Seed, others: list[Seed]) -> dict[str, byte
     return texts
 
 
-def _names_both(result: ParseResult, ba: str, pb: str) -> bool:
+def _names_both(result: ParsedModule, ba: str, pb: str) -> bool:
     return any(
         "not one compile" in w.message and ba in w.message and pb in w.message
         for w in result.warnings
@@ -204,17 +205,19 @@ def check(tree: Path, seed: Seed, texts: dict[str, bytes], deep: bool) -> str | 
     if len(groups) != 1:
         return [f"{len(groups)} groups for one stem"]
     result = parse_files(groups[0])
+    if isinstance(result, Failed) and "internal error" in result.error.message:
+        return [f"internal error: {result.error.message}"]
+    if not isinstance(result, ParsedModule):
+        error = getattr(result, "error", None)
+        why = error.message if error else ""
+        return [f"{outcome_name(result)}: {why} (the proto must land)"]
     modules = [result] + ([result.companion[1]] if result.companion else [])
     for m in modules:
-        if m.error is not None and "internal error" in m.error.message:
-            return [f"internal error: {m.error.message}"]
-        if m.status != "parsed":
-            return [f"{m.status}: {m.error.message if m.error else ''} (the proto must land)"]
         if deep and violations(m.tables):
             return [f"invariant broken: {violations(m.tables)[0]}"]
     text = text_pairs(texts.get(BA, b""))
     agree = text == (seed.pairs, seed.allocations)
-    kinds = [m.module_row["source_kind"] for m in modules]
+    kinds = [m.row["source_kind"] for m in modules]
     ba = str(tree / f"{seed.stem}{BA}")
     if kinds == ["text+proto"]:
         return "paired" if agree else [f"wrong pairing: text {sorted(text[0] ^ seed.pairs)[:4]}"]

@@ -38,6 +38,7 @@ from bufferhouse.parse import parse_profile  # noqa: E402
 from bufferhouse.parse.discover import ProfileFile  # noqa: E402
 from bufferhouse.parse.pprof import is_profile  # noqa: E402
 from bufferhouse.parse.proto import wire  # noqa: E402
+from bufferhouse.parse.results import ParsedSnapshot  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 #: What a refusal names, so a reader can find the damage: an offset, a field or sample.
@@ -162,7 +163,7 @@ def check(path: Path, data: bytes, message: bytes) -> str | list[str]:
     path.write_bytes(data)
     is_profile(io.BytesIO(message))  # the sniff never raises (returns False on damage)
     result = parse_profile(ProfileFile(str(path), explicit=True))
-    if result.status == "snapshot":
+    if isinstance(result, ParsedSnapshot):
         tables = result.snapshot
         bad = []
         samples = tables.samples.to_pylist()

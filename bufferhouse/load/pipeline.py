@@ -9,7 +9,6 @@ batch.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import itertools
 import logging
@@ -29,9 +28,19 @@ from bufferhouse.load.schedule import Plan, plan
 from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
-from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse import parse_files, with_programs
 from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
+from bufferhouse.parse.results import (
+    Failed,
+    ParsedEvents,
+    ParsedModule,
+    ParsedSnapshot,
+    ParseResult,
+    Present,
+    Quiet,
+    Skipped,
+)
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
 from bufferhouse.schema.warehouse import (
@@ -334,13 +343,15 @@ def _parse_planned(
 def refuse_unknown(result: ParseResult) -> ParseResult:
     """Under --strict, a module that loaded with input this release does not know (an
     UnknownInput warning) fails with that warning as its error."""
+    if not isinstance(result, ParsedModule):
+        return result
     unknown = next((w for w in result.warnings if isinstance(w, UnknownInput)), None)
-    if unknown is None or result.status != "parsed":
+    if unknown is None:
         return result
     error = UnknownInput(
         unknown.path, unknown.line, unknown.message + " (refused: --strict)", unknown.text
     )
-    return dataclasses.replace(result, status="failed", error=error, module_row=None, tables=None)
+    return Failed(content_hash=result.content_hash, bytes_read=result.bytes_read, error=error)
 
 
 def _by_file_stats(
@@ -366,7 +377,9 @@ def _record_files(
     """Record how a module's files looked when read, for the next ingest to know them
     unread: a module loaded, or present by its content hash (not one held under its
     dump files alone, whose warning is said again at every ingest)."""
-    if looked is None or not looked.settled or result.content_hash is None:
+    if looked is None or not looked.settled:
+        return
+    if not isinstance(result, (ParsedModule, Present)):
         return
     if outcome.status == "loaded" or (outcome.status == "present" and not outcome.warnings):
         writer.record_files(
@@ -381,7 +394,7 @@ def _with_companions(
     beside a text dump: parse._split), as a result of its own."""
     for files, result in results:
         yield files, result
-        if result.companion is not None:
+        if isinstance(result, ParsedModule) and result.companion is not None:
             other, result.companion = result.companion, None
             yield other
 
@@ -389,48 +402,50 @@ def _with_companions(
 def _stage(
     writer: ModuleBuffer, files: ModuleFiles | LogFile | ProfileFile, result: ParseResult
 ) -> ModuleOutcome:
-    """Queue a parsed module (or a log's OOM events) for the next batch, or record why
-    it is not loaded."""
-    if result.status == "skipped":
-        return ModuleOutcome(files, "skipped", error=result.error, bytes_read=result.bytes_read)
-    if result.status == "quiet":  # a log without OOM messages: quietly nothing
-        return ModuleOutcome(files, "quiet", bytes_read=result.bytes_read)
-    if result.status == "events":
-        assert result.events is not None
-        added, present = writer.add_events(result.events)
-        warnings = [w for ordinal in added for w in result.events.problems[ordinal]]
-        return ModuleOutcome(
-            files,
-            "events" if added else "quiet",
-            warnings=[*result.events.file_problems, *warnings] if added else [],
-            bytes_read=result.bytes_read,
-            events_loaded=len(added),
-            events_present=present,
-        )
-    if result.status == "snapshot":
-        assert result.snapshot is not None
-        added = writer.add_snapshot(result.snapshot)
-        return ModuleOutcome(
-            files, "snapshot" if added is not None else "present", bytes_read=result.bytes_read
-        )
-    if result.status == "failed":
-        assert result.error is not None
-        writer.add_failure(result.error)
-        return ModuleOutcome(files, "failed", error=result.error, bytes_read=result.bytes_read)
-    assert result.content_hash is not None
-    if result.status == "present" or result.content_hash in writer.module_ids:
-        # The same content seen again (this run or an earlier one): only new labels land.
-        module_id = writer.add_labels(result.content_hash)
-        return ModuleOutcome(
-            files,
-            "present",
-            module_id,
-            warnings=result.warnings,
-            bytes_read=result.bytes_read,
-            repeat=result.content_hash not in writer.held_before,
-        )
-    assert result.module_row is not None and result.tables is not None
-    module_id = writer.add(result.module_row, result.tables, result.warnings)
+    """Queue a parsed module (or a log's OOM events, a snapshot) for the next batch, or
+    record why it is not loaded."""
+    match result:
+        case Skipped(error=error, bytes_read=nbytes):
+            return ModuleOutcome(files, "skipped", error=error, bytes_read=nbytes)
+        case Quiet(bytes_read=nbytes):  # a log without OOM messages: quietly nothing
+            return ModuleOutcome(files, "quiet", bytes_read=nbytes)
+        case Failed(error=error, bytes_read=nbytes):
+            writer.add_failure(error)
+            return ModuleOutcome(files, "failed", error=error, bytes_read=nbytes)
+        case ParsedEvents(events=events, bytes_read=nbytes):
+            added, present = writer.add_events(events)
+            warnings = [w for ordinal in added for w in events.problems[ordinal]]
+            return ModuleOutcome(
+                files,
+                "events" if added else "quiet",
+                warnings=[*events.file_problems, *warnings] if added else [],
+                bytes_read=nbytes,
+                events_loaded=len(added),
+                events_present=present,
+            )
+        case ParsedSnapshot(snapshot=snapshot, bytes_read=nbytes):
+            added = writer.add_snapshot(snapshot)
+            status = "snapshot" if added is not None else "present"
+            return ModuleOutcome(files, status, bytes_read=nbytes)
+        case Present():
+            return _labelled(writer, files, result)
+        case ParsedModule() if result.content_hash in writer.module_ids:
+            return _labelled(writer, files, result)  # loaded from another file this run
+        case ParsedModule(row=row, tables=tables, warnings=warnings, bytes_read=nbytes):
+            module_id = writer.add(row, tables, warnings)
+            return ModuleOutcome(files, "loaded", module_id, warnings=warnings, bytes_read=nbytes)
+    raise TypeError(f"not a parse result: {result!r}")
+
+
+def _labelled(
+    writer: ModuleBuffer, files: ModuleFiles, result: Present | ParsedModule
+) -> ModuleOutcome:
+    """The same content seen again (this run or an earlier one): only new labels land."""
     return ModuleOutcome(
-        files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+        files,
+        "present",
+        writer.add_labels(result.content_hash),
+        warnings=result.warnings,
+        bytes_read=result.bytes_read,
+        repeat=result.content_hash not in writer.held_before,
     )

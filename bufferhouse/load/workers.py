@@ -23,8 +23,9 @@ from concurrent.futures.process import BrokenProcessPool
 from bufferhouse.errors import DumpError
 from bufferhouse.load import handoff
 from bufferhouse.load.schedule import largest_first
-from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse import parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.results import Failed, ParsedModule, ParseResult
 
 _known: frozenset[str] = frozenset()
 _max_bytes: int | None = None
@@ -93,10 +94,16 @@ def _follow(parent: int) -> None:
 
 def _work(files: ModuleFiles) -> ParseResult:
     result = parse_files(files, _known, _max_bytes)
-    for r in (result, *([result.companion[1]] if result.companion else [])):
-        if r.tables is not None:
-            r.tables = handoff.ship(r.tables, _handoff)
+    for module in _modules(result):
+        module.tables = handoff.ship(module.tables, _handoff)
     return result
+
+
+def _modules(result: ParseResult) -> list[ParsedModule]:
+    """The modules a result holds: none, one, or one and its companion."""
+    if not isinstance(result, ParsedModule):
+        return []
+    return [result] if result.companion is None else [result, result.companion[1]]
 
 
 def parse_in_workers(
@@ -134,9 +141,8 @@ def parse_in_workers(
         )
 
     def received(result: ParseResult) -> ParseResult:
-        for r in (result, *([result.companion[1]] if result.companion else [])):
-            if r.tables is not None:
-                r.tables = handoff.receive(r.tables)
+        for module in _modules(result):
+            module.tables = handoff.receive(module.tables)
         return result
 
     pool = new_pool(jobs)
@@ -213,8 +219,7 @@ def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFi
     try:
         return alone.submit(_work, files).result()
     except BrokenProcessPool:
-        return ParseResult(
-            "failed",
+        return Failed(
             error=DumpError(
                 files.display, 0, "the parser process died (out of memory?); module skipped"
             ),
