@@ -432,8 +432,8 @@ def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, mon
     real = workers.with_programs
 
     def then_gone(groups):
-        for files in real(groups):
-            yield files
+        for files, program in real(groups):
+            yield files, program
             if files.xplane is not None:
                 profile.unlink(missing_ok=True)
 
@@ -455,9 +455,8 @@ def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, mon
     assert submitted.count(programs[1].stem) == 2, submitted
     for files in groups:
         assert isinstance(outcomes[files.stem], ParsedModule), outcomes[files.stem]
-    for files in programs:
-        assert files.program_data is not None  # run_batches drops it once it is parsed
-        files.program_data, files.problems = None, []
+    for files in programs:  # the retry parsed the HloProto read before the profile went
+        files.problems = []
     profile.write_bytes(gzip.compress(data))
     for files in programs:
         alone = parse_files(files)

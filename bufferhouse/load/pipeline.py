@@ -296,10 +296,6 @@ def run_batches(
     with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
         try:
             for files, result in _with_companions(results):
-                if isinstance(files, ModuleFiles):
-                    # A profile program's HloProto: a worker parsed its own copy of it
-                    # (parse_files lets go of the one it parses itself).
-                    files.program_data = None
                 if strict:
                     result = refuse_unknown(result)
                 outcome = _stage(writer, files, result)
@@ -335,9 +331,11 @@ def _parse_planned(
     for count in run_plan.units:
         unit = list(itertools.islice(groups, count))
         if count == 1:
-            yield unit[0], parse_files(unit[0], known, max_bytes, threads=run_plan.threads)
-        else:
-            yield from zip(unit, parse_batch(unit, known, max_bytes))
+            (files, program), threads = unit[0], run_plan.threads
+            yield files, parse_files(files, known, max_bytes, threads=threads, program=program)
+        else:  # batchable: text dumps alone, no program
+            batch = [files for files, _ in unit]
+            yield from zip(batch, parse_batch(batch, known, max_bytes))
 
 
 def refuse_unknown(result: ParseResult) -> ParseResult:

@@ -10,6 +10,7 @@ parsing; the pool is rebuilt around it. A worker whose ingest process is gone
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import select
@@ -92,8 +93,8 @@ def _follow(parent: int) -> None:
     threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
 
 
-def _work(files: ModuleFiles) -> ParseResult:
-    result = parse_files(files, _known, _max_bytes)
+def _work(files: ModuleFiles, program: bytes | None = None) -> ParseResult:
+    result = parse_files(files, _known, _max_bytes, program=program)
     for module in _modules(result):
         module.tables = handoff.ship(module.tables, _handoff)
     return result
@@ -147,12 +148,14 @@ def parse_in_workers(
 
     pool = new_pool(jobs)
     handoff.note_semaphores(directory)
-    pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
+    #: In submission order: each future's group, and the work submitted for it (a
+    #: profile program's HloProto bound to it, for a retry after a death).
+    pending: dict[Future[ParseResult], tuple[ModuleFiles, Callable]] = {}
     # Modules to submit: those a death took down (to retry) first, then the next fresh
     # one. Fresh ones are drawn one at a time: with_programs reads a profile's programs
     # when the first of them is drawn, and holds them no longer than that.
     fresh = with_programs(largest_first(groups))
-    todo: deque[ModuleFiles] = deque()
+    todo: deque[tuple[ModuleFiles, Callable]] = deque()
     try:
         while True:
             broken = False
@@ -161,9 +164,10 @@ def parse_in_workers(
                     nxt = next(fresh, None)
                     if nxt is None:
                         break
-                    todo.append(nxt)
+                    todo.append((nxt[0], functools.partial(_work, program=nxt[1])))
                 try:
-                    pending[pool.submit(_work, todo[0])] = todo[0]
+                    files, work = todo[0]
+                    pending[pool.submit(work, files)] = todo[0]
                 except BrokenProcessPool:
                     # A worker died since the last wait: the module stays queued.
                     broken = True
@@ -181,10 +185,10 @@ def parse_in_workers(
                 # while it was breaking (CPython 3.11 fails them without its submit lock):
                 # what is not done after BROKEN_GRACE is lost with the pool too.
                 done, _ = wait(pending, timeout=BROKEN_GRACE, return_when=ALL_COMPLETED)
-            lost: list[ModuleFiles] = []  # what the death took down, in submission order
+            lost: list[tuple[ModuleFiles, Callable]] = []  # taken down, in submission order
             for future in list(pending):
                 if future in done and not isinstance(future.exception(), BrokenProcessPool):
-                    yield pending.pop(future), received(future.result())
+                    yield pending.pop(future)[0], received(future.result())
                 elif broken:
                     lost.append(pending.pop(future))
             if not broken:
@@ -194,7 +198,7 @@ def parse_in_workers(
             pool.shutdown(wait=False, cancel_futures=True)
             todo.extendleft(reversed(lost[1:]))
             if lost:
-                yield lost[0], received(_parse_alone(new_pool, lost[0]))
+                yield lost[0][0], received(_parse_alone(new_pool, *lost[0]))
             pool = new_pool(jobs)
             handoff.note_semaphores(directory)
     finally:
@@ -213,11 +217,13 @@ def _is_broken(pool: ProcessPoolExecutor) -> bool:
     return bool(getattr(pool, "_broken", False))
 
 
-def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> ParseResult:
+def _parse_alone(
+    new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles, work: Callable
+) -> ParseResult:
     """Parse one module in a pool of its own; a second death fails only this module."""
     alone = new_pool(1)
     try:
-        return alone.submit(_work, files).result()
+        return alone.submit(work, files).result()
     except BrokenProcessPool:
         return Failed(
             error=DumpError(

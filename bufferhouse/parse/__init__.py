@@ -180,12 +180,14 @@ def parse_files(
     accelerate: bool = True,
     threads: int = 0,
     batched: bool = False,
+    program: bytes | None = None,
 ) -> ParseResult:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
 
     `batched`: the module is one of a batch (parse.batch.parse_batch), which computes its
     assignment fingerprint and checks its row against the columns over the whole batch;
-    here the row's fingerprint is left None and the row is not checked.
+    here the row's fingerprint is left None and the row is not checked. `program`: a
+    profile program's HloProto, when with_programs read it already (read here otherwise).
 
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
@@ -204,7 +206,7 @@ def parse_files(
         return Failed(error=files.problems[0])
     dump_files = files.dump_files()
     try:
-        identity = _identify(files, max_bytes)
+        identity = _identify(files, max_bytes, program)
     except DumpError as exc:
         if exc.path != files.proto or not dump_files:
             return Failed(error=exc)
@@ -250,11 +252,9 @@ def parse_files(
     )
 
 
-def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
+def _identify(files: ModuleFiles, max_bytes: int | None, data: bytes | None = None) -> Identity:
     """The module's content identity. A profile's program is known by its name and
-    HloProto bytes, read here unless with_programs read them already; the group lets
-    go of them: whoever parses the program owns them (in a worker process, the
-    ingest's copy is let go by parse_in_workers)."""
+    HloProto bytes (`data`), read here unless with_programs read them already."""
     if files.xplane is None:
         content = files.content_files()  # the dump files, then the proto: all that lands
         names = [file_name(p) for _, p in content]
@@ -262,7 +262,6 @@ def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
     from bufferhouse.parse.proto.xplane import read_program
 
     assert files.program is not None
-    data, files.program_data = files.program_data, None
     if data is None:
         data = read_program(files.xplane, files.program, files.plane_offset)
     digest = proto.xplane_content_hash(files.program, data)
@@ -397,9 +396,9 @@ _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
 Group = TypeVar("Group", bound="ModuleFiles | LogFile | ProfileFile")
 
 
-def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
-    """`groups` in their order, each program of a profile with its HloProto read
-    (`program_data`): all the programs of a profile in one pass over it, when the first
+def with_programs(groups: Sequence[Group]) -> Iterator[tuple[Group, bytes | None]]:
+    """`groups` in their order, each with its HloProto when it is a program of a profile
+    (None otherwise, or when it could not be read: its problem is the group's): all the programs of a profile in one pass over it, when the first
     of them comes up, instead of one pass per program (a `.gz` is decompressed from its
     start each time). The HloProtos of a profile's programs that have not come up yet
     wait here: discover lists a profile's programs one after the other, and largest_first
@@ -423,24 +422,23 @@ def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
                     read[path] = exc
             got, left = read[path], wanted[path]
             left[key] -= 1
+            data = None
             if isinstance(got, DumpError):
                 g.problems.append(got)
             elif key in got:  # kept only while another group still wants it
-                g.program_data = got[key] if left[key] else got.pop(key)
+                data = got[key] if left[key] else got.pop(key)
             else:
                 g.problems.append(missing_program(path, g.program))
             if left.total() == 0:
                 del read[path], wanted[path]
-        yield g
+            yield g, data
+        else:
+            yield g, None
 
 
 def _reads_program(g: ModuleFiles | LogFile | ProfileFile) -> bool:
     return (
-        isinstance(g, ModuleFiles)
-        and g.xplane is not None
-        and bool(g.program)
-        and g.program_data is None
-        and not g.problems
+        isinstance(g, ModuleFiles) and g.xplane is not None and bool(g.program) and not g.problems
     )
 
 

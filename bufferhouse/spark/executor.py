@@ -49,13 +49,15 @@ def _next_module_id() -> int:
     return _ids.next()
 
 
-def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Iterator[dict]:
+def parse_rows(
+    files: ModuleFiles, known: frozenset[str] = frozenset(), program: bytes | None = None
+) -> Iterator[dict]:
     """Parse one module group; one row per table (see PARSED_SCHEMA). Never raises.
 
     A parsed module gets its module_id here, from this process's allocator: the
     same content parsed twice gets two ids, and the readers keep one copy.
     """
-    result = parse_files(files, known)
+    result = parse_files(files, known, program=program)
     yield from _result_rows(result)
     if isinstance(result, ParsedModule) and result.companion is not None:
         yield from _result_rows(result.companion[1])  # a proto of another compile
@@ -130,7 +132,8 @@ def parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     per_batch = [[group_of(row) for row in batch.to_pylist()] for batch in batches]
     groups = with_programs([g for batch in per_batch for g in batch])
     for batch in per_batch:
-        rows = [r for files in itertools.islice(groups, len(batch)) for r in parse_rows(files)]
+        taken = itertools.islice(groups, len(batch))
+        rows = [r for files, program in taken for r in parse_rows(files, program=program)]
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
@@ -203,11 +206,11 @@ def write_batches(
         directories: set[str] = set()
         # the task's groups first: its programs of a profile are read in one pass
         groups = [group_of(row) for batch in batches for row in batch.to_pylist()]
-        for files in with_programs(groups):
+        for files, program in with_programs(groups):
             directories.add(files.directory)
             if writer is None:
                 writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
-            result = parse_files(files, writer.module_ids)
+            result = parse_files(files, writer.module_ids, program=program)
             parts: list[tuple[ModuleFiles, ParseResult]] = [(files, result)]
             if isinstance(result, ParsedModule) and result.companion is not None:
                 parts.append(result.companion)  # a proto of another compile beside the text
