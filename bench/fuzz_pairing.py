@@ -25,20 +25,21 @@ input past the time or memory bound (bench/fuzzkit.py).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import itertools
 import random
 import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
+from bench.fuzzkit import Check, arguments, fuzz, one_thread  # noqa: E402
 from bufferhouse.parse import parse_files, proto  # noqa: E402
 from bufferhouse.parse.discover import discover  # noqa: E402
 from bufferhouse.parse.proto import hlo_pb2  # noqa: E402
@@ -259,25 +260,23 @@ def read_proto_once() -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--inputs", type=int, default=50_000)
-    ap.add_argument("--seed", type=int, default=43)
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args(argv)
+    args = arguments(__doc__, 43).parse_args(argv)
     bases = seeds()
     read_proto_once()
     for s in bases:  # the oracle reads the seeds as the proto says
         assert text_pairs(s.texts[BA]) == (s.pairs, s.allocations), s.name
     rng = random.Random(args.seed)
-    tally = Tally("pairing", args.seed)
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
         tree = Path(d) / "dump"
-        for i in range(args.inputs):
-            seed = rng.choice(bases)
-            texts = mutate(rng, seed, [s for s in bases if s is not seed])
-            tally.run(i, lambda seed=seed, texts=texts, i=i: check(tree, seed, texts, i % 100 == 0))
-            progress(i, tally, 1000)
-    return tally.report(args.inputs, {"seeds": len(bases)}, args.json)
+        checks = _checks(rng, bases, tree)
+        return fuzz("pairing", args, checks, lambda: {"seeds": len(bases)}, every=1000)
+
+
+def _checks(rng: random.Random, bases: list[Seed], tree: Path) -> Iterator[Check]:
+    for i in itertools.count():
+        seed = rng.choice(bases)
+        texts = mutate(rng, seed, [s for s in bases if s is not seed])
+        yield lambda seed=seed, texts=texts, i=i: check(tree, seed, texts, i % 100 == 0)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ or an input past the time or memory bound (bench/fuzzkit.py).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 import random
@@ -28,12 +27,13 @@ import re
 import sys
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
+from bench.fuzzkit import Check, arguments, fuzz, one_thread  # noqa: E402
 from bufferhouse.parse import parse_profile  # noqa: E402
 from bufferhouse.parse.discover import ProfileFile  # noqa: E402
 from bufferhouse.parse.pprof import is_profile  # noqa: E402
@@ -186,29 +186,26 @@ def check(path: Path, data: bytes, message: bytes) -> str | list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--inputs", type=int, default=50_000)
-    ap.add_argument("--seed", type=int, default=41)
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args(argv)
+    args = arguments(__doc__, 41).parse_args(argv)
     bases = seeds()
     rng = random.Random(args.seed)
-    tally = Tally("pprof", args.seed)
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
         path = Path(d) / "memory.prof"
-        for i in range(args.inputs):
-            message = rng.choice(bases)
-            for _ in range(rng.randint(1, 3)):
-                message = mutate(rng, message)
-            if rng.random() < 0.01:
-                data, message = bomb(rng, message)
-            else:
-                data = gzip.compress(message, compresslevel=1, mtime=0)
-            if rng.random() < 0.1:
-                data = mutate_gzip(rng, bytearray(data))
-            tally.run(i, lambda data=data, message=message: check(path, data, message))
-            progress(i, tally)
-    return tally.report(args.inputs, {"seeds": len(bases)}, args.json)
+        return fuzz("pprof", args, _checks(rng, bases, path), lambda: {"seeds": len(bases)})
+
+
+def _checks(rng: random.Random, bases: list[bytes], path: Path) -> Iterator[Check]:
+    while True:
+        message = rng.choice(bases)
+        for _ in range(rng.randint(1, 3)):
+            message = mutate(rng, message)
+        if rng.random() < 0.01:
+            data, message = bomb(rng, message)
+        else:
+            data = gzip.compress(message, compresslevel=1, mtime=0)
+        if rng.random() < 0.1:
+            data = mutate_gzip(rng, bytearray(data))
+        yield lambda data=data, message=message: check(path, data, message)
 
 
 if __name__ == "__main__":
