@@ -29,18 +29,10 @@ from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
 from bufferhouse.parse import parse_files, with_programs
+from bufferhouse.parse import results as parsed
 from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
-from bufferhouse.parse.results import (
-    Failed,
-    ParsedEvents,
-    ParsedModule,
-    ParsedSnapshot,
-    ParseResult,
-    Present,
-    Quiet,
-    Skipped,
-)
+from bufferhouse.parse.results import ParseResult
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
 from bufferhouse.schema.warehouse import (
@@ -341,7 +333,7 @@ def _parse_planned(
 def refuse_unknown(result: ParseResult) -> ParseResult:
     """Under --strict, a module that loaded with input this release does not know (an
     UnknownInput warning) fails with that warning as its error."""
-    if not isinstance(result, ParsedModule):
+    if not isinstance(result, parsed.ParsedModule):
         return result
     unknown = next((w for w in result.warnings if isinstance(w, UnknownInput)), None)
     if unknown is None:
@@ -349,7 +341,9 @@ def refuse_unknown(result: ParseResult) -> ParseResult:
     error = UnknownInput(
         unknown.path, unknown.line, unknown.message + " (refused: --strict)", unknown.text
     )
-    return Failed(content_hash=result.content_hash, bytes_read=result.bytes_read, error=error)
+    return parsed.Failed(
+        content_hash=result.content_hash, bytes_read=result.bytes_read, error=error
+    )
 
 
 def _by_file_stats(
@@ -377,7 +371,7 @@ def _record_files(
     dump files alone, whose warning is said again at every ingest)."""
     if looked is None or not looked.settled:
         return
-    if not isinstance(result, (ParsedModule, Present)):
+    if not isinstance(result, (parsed.ParsedModule, parsed.Present)):
         return
     if outcome.status == "loaded" or (outcome.status == "present" and not outcome.warnings):
         writer.record_files(
@@ -392,7 +386,7 @@ def _with_companions(
     beside a text dump: parse._split), as a result of its own."""
     for files, result in results:
         yield files, result
-        if isinstance(result, ParsedModule) and result.companion is not None:
+        if isinstance(result, parsed.ParsedModule) and result.companion is not None:
             other, result.companion = result.companion, None
             yield other
 
@@ -403,14 +397,14 @@ def _stage(
     """Queue a parsed module (or a log's OOM events, a snapshot) for the next batch, or
     record why it is not loaded."""
     match result:
-        case Skipped(error=error, bytes_read=nbytes):
+        case parsed.Skipped(error=error, bytes_read=nbytes):
             return ModuleOutcome(files, "skipped", error=error, bytes_read=nbytes)
-        case Quiet(bytes_read=nbytes):  # a log without OOM messages: quietly nothing
+        case parsed.Quiet(bytes_read=nbytes):  # a log without OOM messages: quietly nothing
             return ModuleOutcome(files, "quiet", bytes_read=nbytes)
-        case Failed(error=error, bytes_read=nbytes):
+        case parsed.Failed(error=error, bytes_read=nbytes):
             writer.add_failure(error)
             return ModuleOutcome(files, "failed", error=error, bytes_read=nbytes)
-        case ParsedEvents(events=events, bytes_read=nbytes):
+        case parsed.ParsedEvents(events=events, bytes_read=nbytes):
             added, present = writer.add_events(events)
             warnings = [w for ordinal in added for w in events.problems[ordinal]]
             return ModuleOutcome(
@@ -421,22 +415,22 @@ def _stage(
                 events_loaded=len(added),
                 events_present=present,
             )
-        case ParsedSnapshot(snapshot=snapshot, bytes_read=nbytes):
+        case parsed.ParsedSnapshot(snapshot=snapshot, bytes_read=nbytes):
             added = writer.add_snapshot(snapshot)
             status = "snapshot" if added is not None else "present"
             return ModuleOutcome(files, status, bytes_read=nbytes)
-        case Present():
+        case parsed.Present():
             return _labelled(writer, files, result)
-        case ParsedModule() if result.content_hash in writer.module_ids:
+        case parsed.ParsedModule() if result.content_hash in writer.module_ids:
             return _labelled(writer, files, result)  # loaded from another file this run
-        case ParsedModule(row=row, tables=tables, warnings=warnings, bytes_read=nbytes):
+        case parsed.ParsedModule(row=row, tables=tables, warnings=warnings, bytes_read=nbytes):
             module_id = writer.add(row, tables, warnings)
             return ModuleOutcome(files, "loaded", module_id, warnings=warnings, bytes_read=nbytes)
     raise TypeError(f"not a parse result: {result!r}")
 
 
 def _labelled(
-    writer: ModuleBuffer, files: ModuleFiles, result: Present | ParsedModule
+    writer: ModuleBuffer, files: ModuleFiles, result: parsed.Present | parsed.ParsedModule
 ) -> ModuleOutcome:
     """The same content seen again (this run or an earlier one): only new labels land."""
     return ModuleOutcome(

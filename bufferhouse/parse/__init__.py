@@ -51,15 +51,8 @@ from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schem
 
 __all__ = [
     "VECTOR_MIN_BYTES",
-    "Failed",
     "ParseResult",
-    "ParsedEvents",
-    "ParsedModule",
-    "ParsedSnapshot",
-    "Present",
-    "Quiet",
     "Reading",
-    "Skipped",
     "module_tables",
     "parse_files",
     "parse_log",
