@@ -2,7 +2,7 @@
 
     python bench/causes.py [--mb 200] [--repeat 3] [--peak heap]
 
-Two `bench/synth` modules of `--mb` MB each, both named jit_synth: the base
+Two `tests/synth` modules of `--mb` MB each, both named jit_synth: the base
 tiles the jax-0.6.2 corpus (`combined`), the head the same programs compiled
 by jax 0.7.2 (`stacktrace`), so the pair differs as a release upgrade does.
 Each is made once under bench/_work/causes/ (gitignored) and ingested into a

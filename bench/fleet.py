@@ -7,17 +7,17 @@ jax writes a module for every helper it compiles (`jit_convert_element_type`,
 25,430 A100 modules, 4.6 KB of buffer-assignment text a module on average. This makes
 one like it from the committed test dumps (tests/data/corpus, tests/data/samples):
 
-- `--small` tiny modules, each ONE copy of a usable bench/synth seed of at most
+- `--small` tiny modules, each ONE copy of a usable tests/synth seed of at most
   `--max-small-bytes` (default 8,000) bytes of text, the three dump formats in turn,
   spread over `--dirs` dump directories (`dump-00/` ...) numbered from 0 in each, as
   jax numbers a process's modules. Every one has content of its own: the copy's
-  instruction and computation names carry a suffix (`.h<i>`, through bench/synth's
+  instruction and computation names carry a suffix (`.h<i>`, through tests/synth's
   renaming, so every file of the module agrees), so no two are one module by content;
   the seed's module name is kept (the fleet repeats helper names, as real ones do).
-- `--large` bench/synth modules of those sizes (MB of text), in the formats in turn,
+- `--large` tests/synth modules of those sizes (MB of text), in the formats in turn,
   one to a directory.
 
-Every module is rendered by bench/synth, which checks each seed reproduces its own
+Every module is rendered by tests/synth, which checks each seed reproduces its own
 files byte for byte before it is used, so every module is as consistent as XLA's. The
 fleet is made once under OUT_DIR (a SPEC.json marks it done) and reused. MB is 10**6
 bytes.

@@ -25,23 +25,25 @@ input past the time or memory bound (bench/fuzzkit.py).
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
+import itertools
 import random
 import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
-from bufferhouse.parse import ParseResult, parse_files, proto  # noqa: E402
+from bench.fuzzkit import Check, arguments, fuzz, one_thread  # noqa: E402
+from bufferhouse.parse import parse_files, proto  # noqa: E402
 from bufferhouse.parse.discover import discover  # noqa: E402
 from bufferhouse.parse.proto import hlo_pb2  # noqa: E402
+from bufferhouse.parse.results import Failed, ParsedModule, outcome_name  # noqa: E402
 from bufferhouse.schema.invariants import violations  # noqa: E402
 
 BOTH = ROOT / "tests" / "data" / "proto" / "both"
@@ -186,7 +188,7 @@ def mutate(rng: random.Random, seed: Seed, others: list[Seed]) -> dict[str, byte
     return texts
 
 
-def _names_both(result: ParseResult, ba: str, pb: str) -> bool:
+def _names_both(result: ParsedModule, ba: str, pb: str) -> bool:
     return any(
         "not one compile" in w.message and ba in w.message and pb in w.message
         for w in result.warnings
@@ -204,17 +206,19 @@ def check(tree: Path, seed: Seed, texts: dict[str, bytes], deep: bool) -> str | 
     if len(groups) != 1:
         return [f"{len(groups)} groups for one stem"]
     result = parse_files(groups[0])
+    if isinstance(result, Failed) and "internal error" in result.error.message:
+        return [f"internal error: {result.error.message}"]
+    if not isinstance(result, ParsedModule):
+        error = getattr(result, "error", None)
+        why = error.message if error else ""
+        return [f"{outcome_name(result)}: {why} (the proto must land)"]
     modules = [result] + ([result.companion[1]] if result.companion else [])
     for m in modules:
-        if m.error is not None and "internal error" in m.error.message:
-            return [f"internal error: {m.error.message}"]
-        if m.status != "parsed":
-            return [f"{m.status}: {m.error.message if m.error else ''} (the proto must land)"]
         if deep and violations(m.tables):
             return [f"invariant broken: {violations(m.tables)[0]}"]
     text = text_pairs(texts.get(BA, b""))
     agree = text == (seed.pairs, seed.allocations)
-    kinds = [m.module_row["source_kind"] for m in modules]
+    kinds = [m.row["source_kind"] for m in modules]
     ba = str(tree / f"{seed.stem}{BA}")
     if kinds == ["text+proto"]:
         return "paired" if agree else [f"wrong pairing: text {sorted(text[0] ^ seed.pairs)[:4]}"]
@@ -256,25 +260,23 @@ def read_proto_once() -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--inputs", type=int, default=50_000)
-    ap.add_argument("--seed", type=int, default=43)
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args(argv)
+    args = arguments(__doc__, 43).parse_args(argv)
     bases = seeds()
     read_proto_once()
     for s in bases:  # the oracle reads the seeds as the proto says
         assert text_pairs(s.texts[BA]) == (s.pairs, s.allocations), s.name
     rng = random.Random(args.seed)
-    tally = Tally("pairing", args.seed)
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
         tree = Path(d) / "dump"
-        for i in range(args.inputs):
-            seed = rng.choice(bases)
-            texts = mutate(rng, seed, [s for s in bases if s is not seed])
-            tally.run(i, lambda seed=seed, texts=texts, i=i: check(tree, seed, texts, i % 100 == 0))
-            progress(i, tally, 1000)
-    return tally.report(args.inputs, {"seeds": len(bases)}, args.json)
+        checks = _checks(rng, bases, tree)
+        return fuzz("pairing", args, checks, lambda: {"seeds": len(bases)}, every=1000)
+
+
+def _checks(rng: random.Random, bases: list[Seed], tree: Path) -> Iterator[Check]:
+    for i in itertools.count():
+        seed = rng.choice(bases)
+        texts = mutate(rng, seed, [s for s in bases if s is not seed])
+        yield lambda seed=seed, texts=texts, i=i: check(tree, seed, texts, i % 100 == 0)
 
 
 if __name__ == "__main__":

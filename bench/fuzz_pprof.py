@@ -20,7 +20,6 @@ or an input past the time or memory bound (bench/fuzzkit.py).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 import random
@@ -28,16 +27,18 @@ import re
 import sys
 import tempfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
+from bench.fuzzkit import Check, arguments, fuzz, one_thread  # noqa: E402
 from bufferhouse.parse import parse_profile  # noqa: E402
 from bufferhouse.parse.discover import ProfileFile  # noqa: E402
 from bufferhouse.parse.pprof import is_profile  # noqa: E402
 from bufferhouse.parse.proto import wire  # noqa: E402
+from bufferhouse.parse.results import ParsedSnapshot  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 #: What a refusal names, so a reader can find the damage: an offset, a field or sample.
@@ -162,7 +163,7 @@ def check(path: Path, data: bytes, message: bytes) -> str | list[str]:
     path.write_bytes(data)
     is_profile(io.BytesIO(message))  # the sniff never raises (returns False on damage)
     result = parse_profile(ProfileFile(str(path), explicit=True))
-    if result.status == "snapshot":
+    if isinstance(result, ParsedSnapshot):
         tables = result.snapshot
         bad = []
         samples = tables.samples.to_pylist()
@@ -185,29 +186,26 @@ def check(path: Path, data: bytes, message: bytes) -> str | list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--inputs", type=int, default=50_000)
-    ap.add_argument("--seed", type=int, default=41)
-    ap.add_argument("--json", type=Path)
-    args = ap.parse_args(argv)
+    args = arguments(__doc__, 41).parse_args(argv)
     bases = seeds()
     rng = random.Random(args.seed)
-    tally = Tally("pprof", args.seed)
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
         path = Path(d) / "memory.prof"
-        for i in range(args.inputs):
-            message = rng.choice(bases)
-            for _ in range(rng.randint(1, 3)):
-                message = mutate(rng, message)
-            if rng.random() < 0.01:
-                data, message = bomb(rng, message)
-            else:
-                data = gzip.compress(message, compresslevel=1, mtime=0)
-            if rng.random() < 0.1:
-                data = mutate_gzip(rng, bytearray(data))
-            tally.run(i, lambda data=data, message=message: check(path, data, message))
-            progress(i, tally)
-    return tally.report(args.inputs, {"seeds": len(bases)}, args.json)
+        return fuzz("pprof", args, _checks(rng, bases, path), lambda: {"seeds": len(bases)})
+
+
+def _checks(rng: random.Random, bases: list[bytes], path: Path) -> Iterator[Check]:
+    while True:
+        message = rng.choice(bases)
+        for _ in range(rng.randint(1, 3)):
+            message = mutate(rng, message)
+        if rng.random() < 0.01:
+            data, message = bomb(rng, message)
+        else:
+            data = gzip.compress(message, compresslevel=1, mtime=0)
+        if rng.random() < 0.1:
+            data = mutate_gzip(rng, bytearray(data))
+        yield lambda data=data, message=message: check(path, data, message)
 
 
 if __name__ == "__main__":

@@ -12,14 +12,16 @@ is a failure, kept with its number (rerun it with the same seed).
 
 from __future__ import annotations
 
+import argparse
 import collections
+import itertools
 import json
 import resource
 import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,3 +119,32 @@ def progress(i: int, tally: Tally, every: int = 5000) -> None:
             f" {tally.failed} failed",
             file=sys.stderr,
         )
+
+
+Check = Callable[[], "str | list[str]"]
+
+
+def arguments(doc: str | None, seed: int) -> argparse.ArgumentParser:
+    """The options every fuzzer takes: how many inputs, the seed, where the report goes."""
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    ap.add_argument("--inputs", type=int, default=50_000)
+    ap.add_argument("--seed", type=int, default=seed)
+    ap.add_argument("--json", type=Path)
+    return ap
+
+
+def fuzz(
+    name: str,
+    args: argparse.Namespace,
+    checks: Iterable[Check],
+    extra: Callable[[], dict] | None = None,
+    every: int = 5000,
+) -> dict:
+    """The loop of every fuzzer: the first --inputs of `checks` (each input's check, made
+    as it comes up), each under the bounds, progress every `every` inputs, then the
+    report, with `extra()` (figures the inputs gave) in it."""
+    tally = Tally(name, args.seed)
+    for i, check in enumerate(itertools.islice(checks, args.inputs)):
+        tally.run(i, check)
+        progress(i, tally, every)
+    return tally.report(args.inputs, extra() if extra else None, args.json)

@@ -7,10 +7,10 @@
 
 (a) A fleet: the committed corpus copied into renamed directories (module
 numbers changed, so every copy is a new module) until there are at least
---fleet-modules modules, topped up with bench/synth modules of 1-30 MB in all
+--fleet-modules modules, topped up with tests/synth modules of 1-30 MB in all
 three formats until the fleet holds --fleet-mb MB of dump text.
-(b) One bench/synth module of --module-mb MB.
-(c) With --ten, issue 20's fleet: ten bench/synth modules of 21 MB, ingested with
+(b) One tests/synth module of --module-mb MB.
+(c) With --ten, issue 20's fleet: ten tests/synth modules of 21 MB, ingested with
 --jobs 1 and --jobs 2 in turn, twice, and with --peer EXE the public peer parser
 (`EXE list-modules DIR`, xla_memory_analyzer: it parses and stores nothing) on
 the same fleet in each turn, so its ratio to ours is taken in one run.
@@ -143,7 +143,7 @@ def build_fleet(fleet_mb: float, n_modules: int, seed: int = 5) -> Path:
 
 
 def build_ten(n: int = 10, mb: float = 21.0, fmt: str = "stacktrace") -> Path:
-    """The issue-20 fleet: `n` bench/synth modules of `mb` MB each (module numbers differ,
+    """The issue-20 fleet: `n` tests/synth modules of `mb` MB each (module numbers differ,
     so each is a new module), in one directory."""
     spec = {"n": n, "mb": mb, "format": fmt, "version": 1}
     root = WORK / f"ten-{n}x{mb:g}mb-{fmt}"

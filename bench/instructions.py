@@ -3,7 +3,7 @@
     python bench/instructions.py [--mb 100] [--format stacktrace] [--rounds 5] [--json FILE]
 
 Inputs: the distinct ` from instruction:` texts of the committed corpus and samples, and of
-one bench/synth module of --mb MB (built once under bench/_work/ by bench/ingest.py's
+one tests/synth module of --mb MB (built once under bench/_work/ by bench/ingest.py's
 build_module, reused after). Ingest parses each distinct text once, so each set is parsed
 whole, --rounds times per path, alternating the paths; reported is the best round in
 microseconds per text of CPU time (time.process_time: this process only, so other work on
@@ -91,7 +91,7 @@ def measure(label: str, texts: list[str], rounds: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=100.0, help="size of the synth module")
-    ap.add_argument("--format", default="stacktrace", help="bench/synth format")
+    ap.add_argument("--format", default="stacktrace", help="tests/synth format")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--json", type=Path, help="write the rows here too")
     args = ap.parse_args(argv)

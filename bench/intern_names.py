@@ -39,6 +39,7 @@ from bufferhouse.load import writer as load
 from bufferhouse.load.schedule import input_bytes, largest_first
 from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
+from bufferhouse.parse.results import ParsedModule
 from bufferhouse.schema.warehouse import ensure_schema, open_connection
 
 #: The tables whose `instruction` column names an instruction of the module.
@@ -151,8 +152,8 @@ def main() -> None:
     parsed = []
     for g in groups:
         r = parse_files(g)
-        if r.status == "parsed":
-            parsed.append((r.module_row, r.tables))
+        if isinstance(r, ParsedModule):
+            parsed.append((r.row, r.tables))
     print(
         f"{len(parsed)} modules, {text / 1e6:.1f} MB of text, parsed in {time.perf_counter() - t:.1f} s"
     )

@@ -13,7 +13,7 @@ tree's, sampled from /proc every 20 ms. The earlier commit runs from a worktree 
 this repository on the same venv (PYTHONPATH first), in turn with this tree: A B A B.
 
 Inputs are bench/ingest.py's (generated once under bench/_work/): the ten-module 21 MB
-fleet (`--ten`), one 200 MB and one 500 MB bench/synth module. MB is 10**6 bytes.
+fleet (`--ten`), one 200 MB and one 500 MB tests/synth module. MB is 10**6 bytes.
 """
 
 from __future__ import annotations

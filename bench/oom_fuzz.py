@@ -19,16 +19,17 @@ first failures.
 
 from __future__ import annotations
 
-import argparse
 import io
+import itertools
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.fuzzkit import Tally, one_thread, progress  # noqa: E402
+from bench.fuzzkit import Check, arguments, fuzz, one_thread  # noqa: E402
 from bufferhouse.parse.oom import SIGNED_FIGURES, LogScan, log_events  # noqa: E402
 from bufferhouse.parse.oom.messages import merge_repeats  # noqa: E402
 from bufferhouse.parse.oom.scan import CHUNK, scan_stream  # noqa: E402
@@ -122,10 +123,7 @@ def check(data: bytes) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--inputs", type=int, default=50_000)
-    ap.add_argument("--seed", type=int, default=31)
-    ap.add_argument("--json", type=Path)
+    ap = arguments(__doc__, 31)
     ap.add_argument(
         "--write", type=int, metavar="N", help="write input N to fuzz-N.log, check none"
     )
@@ -137,24 +135,30 @@ def main(argv: list[str] | None = None) -> dict:
         if p.suffix in (".log", ".txt", ".out", ".err") and p.name != "no-oom.log"
     ]
     rng = random.Random(args.seed)
-    tally = Tally("oom", args.seed)
-    total_bytes = 0
-    for n in range(args.inputs):
-        data = rng.choice(bases)
-        if rng.random() < 0.2:
-            data += rng.choice(bases)
-        for _ in range(rng.randrange(1, 4)):
-            data = mutate(rng, data)
-        if args.write is not None:
-            if n == args.write:
-                Path(f"fuzz-{n}.log").write_bytes(data)
-                return {}
-            continue
-        total_bytes += len(data)
-        tally.run(n, lambda data=data: check(data))
-        progress(n, tally)
-    extra = {"seeds": len(bases), "mb": round(total_bytes / 1e6, 1)}
-    return tally.report(args.inputs, extra, args.json)
+    inputs = (_input(rng, bases) for _ in range(args.inputs))
+    if args.write is not None:
+        data = next(itertools.islice(inputs, args.write, None), None)
+        if data is not None:
+            Path(f"fuzz-{args.write}.log").write_bytes(data)
+        return {}
+    total = [0]
+
+    def checks() -> Iterator[Check]:
+        for data in inputs:
+            total[0] += len(data)
+            yield lambda data=data: check(data)
+
+    extra = lambda: {"seeds": len(bases), "mb": round(total[0] / 1e6, 1)}  # noqa: E731
+    return fuzz("oom", args, checks(), extra)
+
+
+def _input(rng: random.Random, bases: list[bytes]) -> bytes:
+    data = rng.choice(bases)
+    if rng.random() < 0.2:
+        data += rng.choice(bases)
+    for _ in range(rng.randrange(1, 4)):
+        data = mutate(rng, data)
+    return data
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python bench/plots.py [--mb 100 200] [--tree DIR] [--repeat 1] [--only png,svg,report]
 
-For each size: one `bench/synth` module of that many MB (jax 0.7.2 format with
+For each size: one `tests/synth` module of that many MB (jax 0.7.2 format with
 the stack trace, generated once under bench/_work/ and reused), ingested once
 into its own warehouse, then timed as users run it, each a CLI subprocess:
 

@@ -3,7 +3,7 @@
     python bench/read_fast.py [--mb 200] [--format stacktrace] [--rounds 5] [DUMP ...]
 
 Inputs: the distinct ` from instruction:` texts of the given buffer-assignment dumps, or
-of one bench/synth module of --mb MB (built once under bench/_work/ by bench/ingest.py's
+of one tests/synth module of --mb MB (built once under bench/_work/ by bench/ingest.py's
 build_module, reused after), in batches of parse_batch's size, as ingest hands them over.
 Reported: CPU seconds of read_fast over all of them (time.process_time, best and median
 of --rounds), and how many texts it reads (the rest go to hlo.parse_instruction).
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dumps", nargs="*", type=Path, help="buffer-assignment dumps")
     ap.add_argument("--mb", type=float, default=200.0, help="size of the synth module")
-    ap.add_argument("--format", default="stacktrace", help="bench/synth format")
+    ap.add_argument("--format", default="stacktrace", help="tests/synth format")
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args(argv)
     if native.MISSING:

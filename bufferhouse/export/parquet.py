@@ -56,13 +56,13 @@ from bufferhouse.load.targets import target_rows
 from bufferhouse.load.writer import Batch, ModuleBuffer
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.schema import (
-    MODULE_TABLES,
     SCHEMA_VERSION,
     TABLES_BY_NAME,
     Table,
     quote_identifier,
 )
 from bufferhouse.schema.derive import derived_tables
+from bufferhouse.schema.kinds import KINDS, MODULE, Kind
 from bufferhouse.schema.tables import MEMORY_SPACE_NAMES
 from bufferhouse.schema.warehouse import connect
 
@@ -379,50 +379,36 @@ class PartWriter(ModuleBuffer):
             return 0
         name = f"{self.token}-{self._parts:05d}"
         self._parts += 1
-        label_rows = self.new_label_rows(batch) + [
-            {"module_id": m, "key": k, "value": v}
-            for m in batch.present_labels
-            for k, v in self.labels
-        ]
-        tables = {t.name: batch.pop_table(t.name) for t in MODULE_TABLES if t.name in batch.tables}
+        if batch.diagnostics:
+            self._write("diagnostics", [_rows("diagnostics", batch.diagnostics)], name)
+        for kind in KINDS:
+            self._write_kind(batch, kind, name)
+        return len(batch.modules)
+
+    def _write_kind(self, batch: Batch, kind: Kind, name: str) -> None:
+        """The batch's records of one kind: children, labels, and the kind's own rows last,
+        so that a record becomes visible with all its rows in place."""
+        records = batch.records[kind.name]
+        tables = dict(batch.kind_rows(kind))
+        own = tables.pop(kind.table.name, None)
         for table_name, data in tables.items():
             self._write(table_name, [data], name)
-        if batch.modules:
+        if kind is MODULE and batch.modules:
             for table_name, rows in derived_tables(tables).items():
                 if rows.num_rows:
                     self._write(table_name, [rows], name)
             targets = target_rows((m["module_id"], m["paths"]) for m in batch.modules)
             if targets:  # the files beside the dumps, read as ingest reads them
                 self._write("module_targets", [_rows("module_targets", targets)], name)
+        label_rows = records.label_rows(kind, self.labels) + [
+            {kind.id_column: i, "key": k, "value": v}
+            for i in records.present
+            for k, v in self.labels
+        ]
         if label_rows:
-            self._write("labels", [_rows("labels", label_rows)], name)
-        event_labels = self.new_event_label_rows(batch) + [
-            {"event_id": e, "key": k, "value": v}
-            for e in batch.present_event_labels
-            for k, v in self.labels
-        ]
-        events = batch.event_tables()
-        if "oom_buffers" in events:
-            self._write("oom_buffers", [events["oom_buffers"]], name)
-        if event_labels:
-            self._write("oom_labels", [_rows("oom_labels", event_labels)], name)
-        if batch.diagnostics:
-            self._write("diagnostics", [_rows("diagnostics", batch.diagnostics)], name)
-        if "oom_events" in events:  # an event, like a module, shows once its rows are in
-            self._write("oom_events", [events["oom_events"]], name)
-        snapshot_labels = self.new_snapshot_label_rows(batch) + [
-            {"snapshot_id": s, "key": k, "value": v}
-            for s in batch.present_snapshot_labels
-            for k, v in self.labels
-        ]
-        if snapshot_labels:
-            self._write("runtime_labels", [_rows("runtime_labels", snapshot_labels)], name)
-        for table_name, data in batch.snapshot_tables().items():  # the snapshot row last
-            self._write(table_name, [data], name)
-        if batch.modules:  # last: the module becomes visible with all its rows in place
-            self._write("modules", [_rows("modules", batch.modules)], name)
-        written = len(batch.modules)
-        return written
+            self._write(kind.labels.name, [_rows(kind.labels.name, label_rows)], name)
+        if own is not None:
+            self._write(kind.table.name, [own], name)
 
     def _write(self, table_name: str, parts: list[pa.Table], name: str) -> None:
         table = TABLES_BY_NAME[table_name]

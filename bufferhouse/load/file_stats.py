@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from bufferhouse.parse import ParseResult
 from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.results import ParseResult, Present
 
 #: A file modified less than this long before its stat was taken is not recorded.
 RACY_NS = 2_000_000_000
@@ -107,7 +107,7 @@ def recognise(
     max_bytes: int | None = None,
 ) -> tuple[list[tuple[object, ParseResult]], list[object], dict[int, Looked]]:
     """Split `groups` into those known by their files' stats alone (each with the
-    "present" result it would have had after reading) and those to read; and the stats
+    Present result it would have had after reading) and those to read; and the stats
     taken of the latter, by id(group), to record once they are read."""
     known: list[tuple[object, ParseResult]] = []
     rest: list[object] = []
@@ -126,7 +126,7 @@ def recognise(
             and row.content_hash in held
             and (max_bytes is None or row.bytes_read <= max_bytes)
         ):
-            known.append((g, ParseResult("present", row.content_hash)))  # nothing read
+            known.append((g, Present(content_hash=row.content_hash)))  # nothing read
         else:
             rest.append(g)
             looked[id(g)] = now

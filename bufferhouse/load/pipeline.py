@@ -9,7 +9,6 @@ batch.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import itertools
 import logging
@@ -29,9 +28,11 @@ from bufferhouse.load.schedule import Plan, plan
 from bufferhouse.load.targets import record_targets
 from bufferhouse.load.workers import parse_in_workers
 from bufferhouse.load.writer import ModuleBuffer, ModuleWriter
-from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse import parse_files, with_programs
+from bufferhouse.parse import results as parsed
 from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile
+from bufferhouse.parse.results import ParseResult
 from bufferhouse.parse.sources import discover_all
 from bufferhouse.parse.text import native
 from bufferhouse.schema.warehouse import (
@@ -287,10 +288,6 @@ def run_batches(
     with ThreadPoolExecutor(1, thread_name_prefix="bufferhouse-writer") as thread:
         try:
             for files, result in _with_companions(results):
-                if isinstance(files, ModuleFiles):
-                    # A profile program's HloProto: a worker parsed its own copy of it
-                    # (parse_files lets go of the one it parses itself).
-                    files.program_data = None
                 if strict:
                     result = refuse_unknown(result)
                 outcome = _stage(writer, files, result)
@@ -326,21 +323,27 @@ def _parse_planned(
     for count in run_plan.units:
         unit = list(itertools.islice(groups, count))
         if count == 1:
-            yield unit[0], parse_files(unit[0], known, max_bytes, threads=run_plan.threads)
-        else:
-            yield from zip(unit, parse_batch(unit, known, max_bytes))
+            (files, program), threads = unit[0], run_plan.threads
+            yield files, parse_files(files, known, max_bytes, threads=threads, program=program)
+        else:  # batchable: text dumps alone, no program
+            batch = [files for files, _ in unit]
+            yield from zip(batch, parse_batch(batch, known, max_bytes))
 
 
 def refuse_unknown(result: ParseResult) -> ParseResult:
     """Under --strict, a module that loaded with input this release does not know (an
     UnknownInput warning) fails with that warning as its error."""
+    if not isinstance(result, parsed.ParsedModule):
+        return result
     unknown = next((w for w in result.warnings if isinstance(w, UnknownInput)), None)
-    if unknown is None or result.status != "parsed":
+    if unknown is None:
         return result
     error = UnknownInput(
         unknown.path, unknown.line, unknown.message + " (refused: --strict)", unknown.text
     )
-    return dataclasses.replace(result, status="failed", error=error, module_row=None, tables=None)
+    return parsed.Failed(
+        content_hash=result.content_hash, bytes_read=result.bytes_read, error=error
+    )
 
 
 def _by_file_stats(
@@ -366,7 +369,9 @@ def _record_files(
     """Record how a module's files looked when read, for the next ingest to know them
     unread: a module loaded, or present by its content hash (not one held under its
     dump files alone, whose warning is said again at every ingest)."""
-    if looked is None or not looked.settled or result.content_hash is None:
+    if looked is None or not looked.settled:
+        return
+    if not isinstance(result, (parsed.ParsedModule, parsed.Present)):
         return
     if outcome.status == "loaded" or (outcome.status == "present" and not outcome.warnings):
         writer.record_files(
@@ -381,7 +386,7 @@ def _with_companions(
     beside a text dump: parse._split), as a result of its own."""
     for files, result in results:
         yield files, result
-        if result.companion is not None:
+        if isinstance(result, parsed.ParsedModule) and result.companion is not None:
             other, result.companion = result.companion, None
             yield other
 
@@ -389,48 +394,50 @@ def _with_companions(
 def _stage(
     writer: ModuleBuffer, files: ModuleFiles | LogFile | ProfileFile, result: ParseResult
 ) -> ModuleOutcome:
-    """Queue a parsed module (or a log's OOM events) for the next batch, or record why
-    it is not loaded."""
-    if result.status == "skipped":
-        return ModuleOutcome(files, "skipped", error=result.error, bytes_read=result.bytes_read)
-    if result.status == "quiet":  # a log without OOM messages: quietly nothing
-        return ModuleOutcome(files, "quiet", bytes_read=result.bytes_read)
-    if result.status == "events":
-        assert result.events is not None
-        added, present = writer.add_events(result.events)
-        warnings = [w for ordinal in added for w in result.events.problems[ordinal]]
-        return ModuleOutcome(
-            files,
-            "events" if added else "quiet",
-            warnings=[*result.events.file_problems, *warnings] if added else [],
-            bytes_read=result.bytes_read,
-            events_loaded=len(added),
-            events_present=present,
-        )
-    if result.status == "snapshot":
-        assert result.snapshot is not None
-        added = writer.add_snapshot(result.snapshot)
-        return ModuleOutcome(
-            files, "snapshot" if added is not None else "present", bytes_read=result.bytes_read
-        )
-    if result.status == "failed":
-        assert result.error is not None
-        writer.add_failure(result.error)
-        return ModuleOutcome(files, "failed", error=result.error, bytes_read=result.bytes_read)
-    assert result.content_hash is not None
-    if result.status == "present" or result.content_hash in writer.module_ids:
-        # The same content seen again (this run or an earlier one): only new labels land.
-        module_id = writer.add_labels(result.content_hash)
-        return ModuleOutcome(
-            files,
-            "present",
-            module_id,
-            warnings=result.warnings,
-            bytes_read=result.bytes_read,
-            repeat=result.content_hash not in writer.held_before,
-        )
-    assert result.module_row is not None and result.tables is not None
-    module_id = writer.add(result.module_row, result.tables, result.warnings)
+    """Queue a parsed module (or a log's OOM events, a snapshot) for the next batch, or
+    record why it is not loaded."""
+    match result:
+        case parsed.Skipped(error=error, bytes_read=nbytes):
+            return ModuleOutcome(files, "skipped", error=error, bytes_read=nbytes)
+        case parsed.Quiet(bytes_read=nbytes):  # a log without OOM messages: quietly nothing
+            return ModuleOutcome(files, "quiet", bytes_read=nbytes)
+        case parsed.Failed(error=error, bytes_read=nbytes):
+            writer.add_failure(error)
+            return ModuleOutcome(files, "failed", error=error, bytes_read=nbytes)
+        case parsed.ParsedEvents(events=events, bytes_read=nbytes):
+            added, present = writer.add_events(events)
+            warnings = [w for ordinal in added for w in events.problems[ordinal]]
+            return ModuleOutcome(
+                files,
+                "events" if added else "quiet",
+                warnings=[*events.file_problems, *warnings] if added else [],
+                bytes_read=nbytes,
+                events_loaded=len(added),
+                events_present=present,
+            )
+        case parsed.ParsedSnapshot(snapshot=snapshot, bytes_read=nbytes):
+            added = writer.add_snapshot(snapshot)
+            status = "snapshot" if added is not None else "present"
+            return ModuleOutcome(files, status, bytes_read=nbytes)
+        case parsed.Present():
+            return _labelled(writer, files, result)
+        case parsed.ParsedModule() if result.content_hash in writer.module_ids:
+            return _labelled(writer, files, result)  # loaded from another file this run
+        case parsed.ParsedModule(row=row, tables=tables, warnings=warnings, bytes_read=nbytes):
+            module_id = writer.add(row, tables, warnings)
+            return ModuleOutcome(files, "loaded", module_id, warnings=warnings, bytes_read=nbytes)
+    raise TypeError(f"not a parse result: {result!r}")
+
+
+def _labelled(
+    writer: ModuleBuffer, files: ModuleFiles, result: parsed.Present | parsed.ParsedModule
+) -> ModuleOutcome:
+    """The same content seen again (this run or an earlier one): only new labels land."""
     return ModuleOutcome(
-        files, "loaded", module_id, warnings=result.warnings, bytes_read=result.bytes_read
+        files,
+        "present",
+        writer.add_labels(result.content_hash),
+        warnings=result.warnings,
+        bytes_read=result.bytes_read,
+        repeat=result.content_hash not in writer.held_before,
     )

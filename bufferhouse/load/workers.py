@@ -10,6 +10,7 @@ parsing; the pool is rebuilt around it. A worker whose ingest process is gone
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import select
@@ -23,8 +24,9 @@ from concurrent.futures.process import BrokenProcessPool
 from bufferhouse.errors import DumpError
 from bufferhouse.load import handoff
 from bufferhouse.load.schedule import largest_first
-from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse import parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.results import Failed, ParsedModule, ParseResult
 
 _known: frozenset[str] = frozenset()
 _max_bytes: int | None = None
@@ -91,12 +93,18 @@ def _follow(parent: int) -> None:
     threading.Thread(target=watch, name="bufferhouse-parent-watch", daemon=True).start()
 
 
-def _work(files: ModuleFiles) -> ParseResult:
-    result = parse_files(files, _known, _max_bytes)
-    for r in (result, *([result.companion[1]] if result.companion else [])):
-        if r.tables is not None:
-            r.tables = handoff.ship(r.tables, _handoff)
+def _work(files: ModuleFiles, program: bytes | None = None) -> ParseResult:
+    result = parse_files(files, _known, _max_bytes, program=program)
+    for module in _modules(result):
+        module.tables = handoff.ship(module.tables, _handoff)
     return result
+
+
+def _modules(result: ParseResult) -> list[ParsedModule]:
+    """The modules a result holds: none, one, or one and its companion."""
+    if not isinstance(result, ParsedModule):
+        return []
+    return [result] if result.companion is None else [result, result.companion[1]]
 
 
 def parse_in_workers(
@@ -134,19 +142,20 @@ def parse_in_workers(
         )
 
     def received(result: ParseResult) -> ParseResult:
-        for r in (result, *([result.companion[1]] if result.companion else [])):
-            if r.tables is not None:
-                r.tables = handoff.receive(r.tables)
+        for module in _modules(result):
+            module.tables = handoff.receive(module.tables)
         return result
 
     pool = new_pool(jobs)
     handoff.note_semaphores(directory)
-    pending: dict[Future[ParseResult], ModuleFiles] = {}  # in submission order
+    #: In submission order: each future's group, and the work submitted for it (a
+    #: profile program's HloProto bound to it, for a retry after a death).
+    pending: dict[Future[ParseResult], tuple[ModuleFiles, Callable]] = {}
     # Modules to submit: those a death took down (to retry) first, then the next fresh
     # one. Fresh ones are drawn one at a time: with_programs reads a profile's programs
     # when the first of them is drawn, and holds them no longer than that.
     fresh = with_programs(largest_first(groups))
-    todo: deque[ModuleFiles] = deque()
+    todo: deque[tuple[ModuleFiles, Callable]] = deque()
     try:
         while True:
             broken = False
@@ -155,9 +164,10 @@ def parse_in_workers(
                     nxt = next(fresh, None)
                     if nxt is None:
                         break
-                    todo.append(nxt)
+                    todo.append((nxt[0], functools.partial(_work, program=nxt[1])))
                 try:
-                    pending[pool.submit(_work, todo[0])] = todo[0]
+                    files, work = todo[0]
+                    pending[pool.submit(work, files)] = todo[0]
                 except BrokenProcessPool:
                     # A worker died since the last wait: the module stays queued.
                     broken = True
@@ -175,10 +185,10 @@ def parse_in_workers(
                 # while it was breaking (CPython 3.11 fails them without its submit lock):
                 # what is not done after BROKEN_GRACE is lost with the pool too.
                 done, _ = wait(pending, timeout=BROKEN_GRACE, return_when=ALL_COMPLETED)
-            lost: list[ModuleFiles] = []  # what the death took down, in submission order
+            lost: list[tuple[ModuleFiles, Callable]] = []  # taken down, in submission order
             for future in list(pending):
                 if future in done and not isinstance(future.exception(), BrokenProcessPool):
-                    yield pending.pop(future), received(future.result())
+                    yield pending.pop(future)[0], received(future.result())
                 elif broken:
                     lost.append(pending.pop(future))
             if not broken:
@@ -188,7 +198,7 @@ def parse_in_workers(
             pool.shutdown(wait=False, cancel_futures=True)
             todo.extendleft(reversed(lost[1:]))
             if lost:
-                yield lost[0], received(_parse_alone(new_pool, lost[0]))
+                yield lost[0][0], received(_parse_alone(new_pool, *lost[0]))
             pool = new_pool(jobs)
             handoff.note_semaphores(directory)
     finally:
@@ -207,14 +217,15 @@ def _is_broken(pool: ProcessPoolExecutor) -> bool:
     return bool(getattr(pool, "_broken", False))
 
 
-def _parse_alone(new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles) -> ParseResult:
+def _parse_alone(
+    new_pool: Callable[[int], ProcessPoolExecutor], files: ModuleFiles, work: Callable
+) -> ParseResult:
     """Parse one module in a pool of its own; a second death fails only this module."""
     alone = new_pool(1)
     try:
-        return alone.submit(_work, files).result()
+        return alone.submit(work, files).result()
     except BrokenProcessPool:
-        return ParseResult(
-            "failed",
+        return Failed(
             error=DumpError(
                 files.display, 0, "the parser process died (out of memory?); module skipped"
             ),

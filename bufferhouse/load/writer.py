@@ -9,7 +9,7 @@ or a failed write never leaves part of a module behind.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import duckdb
@@ -26,6 +26,7 @@ from bufferhouse.parse.pprof import SnapshotTables
 from bufferhouse.schema import TABLES_BY_NAME, arrow_schema, quote_identifier
 from bufferhouse.schema.derive import derive
 from bufferhouse.schema.ids import ModuleIds
+from bufferhouse.schema.kinds import KINDS, MODULE, OOM_EVENT, OWNED_BY_ANY, RUNTIME_SNAPSHOT, Kind
 
 
 def _module_id_field(table_name: str) -> pa.Field:
@@ -60,28 +61,69 @@ def with_module_id(name: str, data: pa.Table, module_id: int) -> pa.Table:
     return data.add_column(0, _module_id_field(name), ids)
 
 
+def _schema(table_name: str) -> pa.Schema:
+    return arrow_schema(TABLES_BY_NAME[table_name])
+
+
+def _event_rows(
+    log: LogEvents, keep: list[int], ids: list[int], run_id: int
+) -> dict[str, pa.Table]:
+    """The oom_events and oom_buffers rows of the events at ordinals `keep` of a log,
+    under their event ids `ids`, written by `run_id`."""
+    id_of = np.full(len(log.hashes), -1, dtype=np.int64)
+    id_of[keep] = ids
+    events = log.events.take(pa.array(keep))
+    events = events.set_column(0, "event_id", pa.array(ids, pa.int64()))
+    events = events.set_column(
+        events.schema.get_field_index("run_id"),
+        "run_id",
+        pa.repeat(pa.scalar(run_id, pa.int64()), len(keep)),
+    )
+    ordinals = log.buffers.column("event_id").to_numpy()
+    buffers = log.buffers.filter(pa.array(id_of[ordinals] >= 0))
+    buffers = buffers.set_column(
+        0, "event_id", pa.array(id_of[buffers.column("event_id").to_numpy()], pa.int64())
+    )
+    return {"oom_events": events, "oom_buffers": buffers}
+
+
+@dataclass
+class Records:
+    """One kind's part of a batch: its new records' rows, and the held ones it labels."""
+
+    #: Rows by table (the kind's own and its children), ids set, one part per record or
+    #: log. A module's rows wait apart, as Batch.modules and Batch.tables.
+    parts: dict[str, list[pa.Table]] = field(default_factory=dict)
+    #: Ids of the records this batch writes (they get this run's labels, but for those
+    #: that replace a held record: they keep its labels, and gain this run's as `present`).
+    new: list[int] = field(default_factory=list)
+    #: Held records this run labels (where they lack the labels).
+    present: list[int] = field(default_factory=list)
+    #: Held records a longer read in this batch replaces (an OOM message a log was still
+    #: writing): their old rows go in the batch's transaction; their ids are the new rows'.
+    replaced: list[int] = field(default_factory=list)
+
+    def label_rows(self, kind: Kind, labels: list[tuple[str, str]]) -> list[dict]:
+        """The labels rows of the new records (not of those that replace one)."""
+        replaced = set(self.replaced)
+        return [
+            {kind.id_column: i, "key": k, "value": v}
+            for i in self.new
+            if i not in replaced
+            for k, v in labels
+        ]
+
+
 @dataclass
 class Batch:
-    """Whole modules buffered for one write, and the batch's other rows."""
+    """Whole records buffered for one write, and the batch's other rows."""
 
     modules: list[dict] = field(default_factory=list)
     #: Each table's parts, one per module: (module_id, rows as parsed, without module_id).
     tables: dict[str, list[tuple[int, pa.Table]]] = field(default_factory=dict)
+    #: Each kind's records, by Kind.name.
+    records: dict[str, Records] = field(default_factory=lambda: {k.name: Records() for k in KINDS})
     diagnostics: list[dict] = field(default_factory=list)
-    #: Modules already held that this run labels.
-    present_labels: list[int] = field(default_factory=list)
-    #: OOM events (oom_events, oom_buffers rows with their event ids), one part per log.
-    events: list[pa.Table] = field(default_factory=list)
-    event_buffers: list[pa.Table] = field(default_factory=list)
-    #: OOM events already held that a longer read of the same message in this batch
-    #: replaces (their ids are the new rows'): their old rows go in the batch's transaction.
-    replaced_events: list[int] = field(default_factory=list)
-    #: OOM events already held that this run labels.
-    present_event_labels: list[int] = field(default_factory=list)
-    #: Snapshots of device memory profiles, each whole, with their ids set.
-    snapshots: list[SnapshotTables] = field(default_factory=list)
-    #: Snapshots already held that this run labels.
-    present_snapshot_labels: list[int] = field(default_factory=list)
     #: file_stats rows of modules read this run (each replaces its path's row).
     file_stats: list[dict] = field(default_factory=list)
     rows: int = 0
@@ -92,36 +134,24 @@ class Batch:
 
     @property
     def holds_rows(self) -> bool:
-        """Modules, labels, events, snapshots or diagnostics: what makes a run's `runs`
-        row (file_stats rows alone do not)."""
-        return bool(
-            self.modules
-            or self.diagnostics
-            or self.present_labels
-            or self.events
-            or self.present_event_labels
-            or self.snapshots
-            or self.present_snapshot_labels
-        )
+        """Records, labels or diagnostics: what makes a run's `runs` row (file_stats rows
+        alone do not)."""
+        return bool(self.diagnostics) or any(r.new or r.present for r in self.records.values())
 
-    def snapshot_tables(self) -> dict[str, pa.Table]:
-        """The batch's snapshot rows by table (runtime_*); the batch lets go."""
-        out = {}
-        for name in ("runtime_samples", "runtime_frames", "runtime_snapshots"):
-            parts = [s.tables()[name] for s in self.snapshots]
-            if parts:
-                out[name] = pa.concat_tables(parts)
-        self.snapshots = []
-        return out
-
-    def event_tables(self) -> dict[str, pa.Table]:
-        """The batch's OOM rows by table (oom_events, oom_buffers); the batch lets go."""
-        out = {}
-        for name, parts in (("oom_events", self.events), ("oom_buffers", self.event_buffers)):
-            if parts:
-                out[name] = pa.concat_tables(parts)
-        self.events, self.event_buffers = [], []
-        return out
+    def kind_rows(self, kind: Kind) -> Iterator[tuple[str, pa.Table]]:
+        """The batch's rows of `kind` by table, its own first, then its children (for
+        modules, those stored sorted last: their sorted copy is made once the rest is let
+        go); the batch lets go of each table as it is taken."""
+        if kind is MODULE:
+            if self.modules:
+                yield "modules", pa.Table.from_pylist(self.modules, schema=_schema("modules"))
+            for name in sorted(self.tables, key=lambda n: bool(TABLES_BY_NAME[n].stored_order)):
+                yield name, self.pop_table(name)
+            return
+        parts = self.records[kind.name].parts
+        for table in kind.tables:
+            if table.name in parts:
+                yield table.name, pa.concat_tables(parts.pop(table.name))
 
     def pop_table(self, name: str) -> pa.Table:
         """A table's rows of every module in the batch, module_id in front, as one table;
@@ -162,17 +192,19 @@ class ModuleBuffer:
         self.labels = labels
         self.max_modules = max_modules
         self.max_rows = max_rows
-        #: content_hash -> module_id of every module the sink holds, this run's included.
-        self.module_ids: dict[str, int] = dict(held or {})
+        #: Per kind (Kind.name): hash -> id of every record the sink holds, this run's
+        #: included, and where its new ids come from (above every held one).
+        self.held: dict[str, dict[str, int]] = {
+            MODULE.name: dict(held or {}),
+            OOM_EVENT.name: dict(held_events or {}),
+            RUNTIME_SNAPSHOT.name: dict(held_snapshots or {}),
+        }
+        self.id_sources = {
+            name: ModuleIds(after=max(ids.values(), default=None))
+            for name, ids in self.held.items()
+        }
         #: content_hash of every module the sink held before this run.
         self.held_before: frozenset[str] = frozenset(held or {})
-        self.ids = ModuleIds(after=max(self.module_ids.values(), default=None))
-        #: event_hash -> event_id of every OOM event the sink holds, this run's included.
-        self.event_ids: dict[str, int] = dict(held_events or {})
-        self.event_id_source = ModuleIds(after=max(self.event_ids.values(), default=None))
-        #: snapshot_hash -> snapshot_id of every snapshot the sink holds, this run's included.
-        self.snapshot_ids: dict[str, int] = dict(held_snapshots or {})
-        self.snapshot_id_source = ModuleIds(after=max(self.snapshot_ids.values(), default=None))
         #: (log key, byte offset) -> the events held there before this run, for a sink
         #: that can replace an event (the warehouse); None: it never does.
         self.event_spans = held_spans
@@ -190,36 +222,50 @@ class ModuleBuffer:
     #: Whether the sink records file_stats (only the warehouse does).
     keeps_file_stats = False
 
+    @property
+    def module_ids(self) -> dict[str, int]:
+        """content_hash -> module_id of every module the sink holds, this run's included."""
+        return self.held[MODULE.name]
+
+    def _held(self, kind: Kind, content_hash: str) -> int | None:
+        """The id of the record of `kind` the sink holds under this hash, labelled by this
+        run (if it lacks the labels); None if the sink does not hold it."""
+        held = self.held[kind.name].get(content_hash)
+        if held is not None and self.labels:
+            self.batch.records[kind.name].present.append(held)
+        return held
+
+    def _new(self, kind: Kind, content_hash: str, record_id: int | None = None) -> int:
+        """A new record of `kind` in the batch: its id, new unless given (a replaced one's)."""
+        if record_id is None:
+            record_id = self.id_sources[kind.name].next()
+        self.held[kind.name][content_hash] = record_id
+        self.batch.records[kind.name].new.append(record_id)
+        return record_id
+
+    def _add_rows(self, kind: Kind, tables: dict[str, pa.Table]) -> None:
+        """A new record's rows (ids set), by table, into the batch."""
+        parts = self.batch.records[kind.name].parts
+        for name, data in tables.items():
+            parts.setdefault(name, []).append(data.cast(_schema(name)))
+            self.batch.rows += data.num_rows
+
     def add_snapshot(self, snapshot: SnapshotTables) -> int | None:
         """Buffer a snapshot the sink does not hold yet, whole, under a new snapshot_id
         (returned); one it holds (by snapshot_hash) is only labelled (None)."""
-        held = self.snapshot_ids.get(snapshot.content_hash)
-        if held is not None:
-            if self.labels:
-                self.batch.present_snapshot_labels.append(held)
+        if self._held(RUNTIME_SNAPSHOT, snapshot.content_hash) is not None:
             return None
-        snapshot_id = self.snapshot_id_source.next()
-        self.snapshot_ids[snapshot.content_hash] = snapshot_id
-        ids = {
-            name: pa.repeat(pa.scalar(snapshot_id, pa.int64()), t.num_rows)
-            for name, t in snapshot.tables().items()
-        }
-        snapshot.snapshot = snapshot.snapshot.set_column(
-            0, "snapshot_id", ids["runtime_snapshots"]
-        ).set_column(2, "run_id", pa.repeat(pa.scalar(self.run_id, pa.int64()), 1))
-        snapshot.samples = snapshot.samples.set_column(0, "snapshot_id", ids["runtime_samples"])
-        snapshot.frames = snapshot.frames.set_column(0, "snapshot_id", ids["runtime_frames"])
-        self.batch.snapshots.append(snapshot)
-        self.batch.rows += sum(t.num_rows for t in snapshot.tables().values())
+        snapshot_id = self._new(RUNTIME_SNAPSHOT, snapshot.content_hash)
+        run = {"run_id": pa.repeat(pa.scalar(self.run_id, pa.int64()), 1)}
+        tables = {}
+        for name, data in snapshot.tables().items():
+            ids = pa.repeat(pa.scalar(snapshot_id, pa.int64()), data.num_rows)
+            data = data.set_column(0, "snapshot_id", ids)
+            if name == RUNTIME_SNAPSHOT.table.name:
+                data = data.set_column(2, "run_id", run["run_id"])
+            tables[name] = data
+        self._add_rows(RUNTIME_SNAPSHOT, tables)
         return snapshot_id
-
-    def new_snapshot_label_rows(self, batch: Batch) -> list[dict]:
-        """runtime_labels rows of the new snapshots in `batch`."""
-        return [
-            {"snapshot_id": s.snapshot.column("snapshot_id")[0].as_py(), "key": k, "value": v}
-            for s in batch.snapshots
-            for k, v in self.labels
-        ]
 
     def add_events(self, log: LogEvents) -> tuple[list[int], int]:
         """Buffer a log's OOM events that the sink does not hold yet, each with all its
@@ -230,24 +276,20 @@ class ModuleBuffer:
         log that grew adds only its new events.
         """
         batch = self.batch
+        records = batch.records[OOM_EVENT.name]
         hashes = log.hashes
         offsets = log.events.column("byte_offset").to_pylist()
         keep, ids, present = [], [], 0
         for ordinal, event_hash in enumerate(hashes):
-            held = self.event_ids.get(event_hash)
-            if held is not None:
+            if self._held(OOM_EVENT, event_hash) is not None:
                 present += 1
-                if self.labels:
-                    batch.present_event_labels.append(held)
                 continue
             event_id = self._replaced(log, offsets[ordinal], log.raws[ordinal])
             if event_id is not None:
-                batch.replaced_events.append(event_id)
+                records.replaced.append(event_id)
                 if self.labels:
-                    batch.present_event_labels.append(event_id)
-            else:
-                event_id = self.event_id_source.next()
-            self.event_ids[event_hash] = event_id
+                    records.present.append(event_id)
+            event_id = self._new(OOM_EVENT, event_hash, event_id)
             keep.append(ordinal)
             ids.append(event_id)
             batch.diagnostics += _diagnostic_rows(
@@ -255,23 +297,7 @@ class ModuleBuffer:
             )
         if keep:
             batch.diagnostics += _diagnostic_rows(self.run_id, None, log.file_problems, "warning")
-            id_of = np.full(len(hashes), -1, dtype=np.int64)
-            id_of[keep] = ids
-            events = log.events.take(pa.array(keep))
-            events = events.set_column(0, "event_id", pa.array(ids, pa.int64()))
-            events = events.set_column(
-                events.schema.get_field_index("run_id"),
-                "run_id",
-                pa.repeat(pa.scalar(self.run_id, pa.int64()), len(keep)),
-            )
-            ordinals = log.buffers.column("event_id").to_numpy()
-            buffers = log.buffers.filter(pa.array(id_of[ordinals] >= 0))
-            buffers = buffers.set_column(
-                0, "event_id", pa.array(id_of[buffers.column("event_id").to_numpy()], pa.int64())
-            )
-            batch.events.append(events.cast(arrow_schema(TABLES_BY_NAME["oom_events"])))
-            batch.event_buffers.append(buffers.cast(arrow_schema(TABLES_BY_NAME["oom_buffers"])))
-            batch.rows += events.num_rows + buffers.num_rows
+            self._add_rows(OOM_EVENT, _event_rows(log, keep, ids, self.run_id))
         return keep, present
 
     def _replaced(self, log: LogEvents, byte_offset: int, raw: bytes) -> int | None:
@@ -289,26 +315,13 @@ class ModuleBuffer:
                 return held.event_id
         return None
 
-    def new_event_label_rows(self, batch: Batch) -> list[dict]:
-        """oom_labels rows of the new events in `batch` (a replaced event keeps its own,
-        and gains this run's through present_event_labels)."""
-        replaced = set(batch.replaced_events)
-        return [
-            {"event_id": event_id, "key": k, "value": v}
-            for part in batch.events
-            for event_id in part.column("event_id").to_pylist()
-            if event_id not in replaced
-            for k, v in self.labels
-        ]
-
     def add(self, module_row: dict, tables: dict[str, pa.Table], warnings: list[DumpError]) -> int:
         """Buffer a parsed module under a newly assigned module_id, which it returns.
 
         The buffer takes the tables: `tables` is left empty, so that the batch holds the
         module's only reference and the write frees each table once DuckDB has it.
         """
-        module_id = self.ids.next()
-        self.module_ids[module_row["content_hash"]] = module_id
+        module_id = self._new(MODULE, module_row["content_hash"])
         counts = {name: data.num_rows for name, data in tables.items()}
         batch = self.batch
         batch.modules.append(
@@ -328,10 +341,7 @@ class ModuleBuffer:
     def add_labels(self, content_hash: str) -> int | None:
         """Give this run's labels to a module the sink already holds (if it lacks them);
         returns its module_id (None if the sink does not hold it)."""
-        module_id = self.module_ids.get(content_hash)
-        if self.labels and module_id is not None:
-            self.batch.present_labels.append(module_id)
-        return module_id
+        return self._held(MODULE, content_hash)
 
     @property
     def full(self) -> bool:
@@ -352,14 +362,6 @@ class ModuleBuffer:
         """The buffered batch; the buffer starts a new one."""
         batch, self.batch = self.batch, Batch()
         return batch
-
-    def new_label_rows(self, batch: Batch) -> list[dict]:
-        """Label rows of the modules in `batch`."""
-        return [
-            {"module_id": m["module_id"], "key": k, "value": v}
-            for m in batch.modules
-            for k, v in self.labels
-        ]
 
     def flush(self) -> int:
         """Write everything buffered, whole; returns how many modules were written."""
@@ -423,47 +425,14 @@ class ModuleWriter(ModuleBuffer):
     def write(self, batch: Batch) -> int:
         if batch.empty:
             return 0
-        modules = pa.Table.from_pylist(
-            batch.modules, schema=arrow_schema(TABLES_BY_NAME["modules"])
-        )
-        label_rows = self.new_label_rows(batch)
-        event_label_rows = self.new_event_label_rows(batch)
-        snapshot_label_rows = self.new_snapshot_label_rows(batch)
         con = self.con
         try:
             con.execute("BEGIN TRANSACTION")
             with_run = self.run_row is not None and batch.holds_rows
             if with_run:
                 _insert_rows(con, "runs", [self.run_row])
-            insert_arrow(con, "modules", modules)
-            # Tables stored sorted go last: their sorted copy is made once the rest of the
-            # batch is let go.
-            for name in sorted(batch.tables, key=lambda n: bool(TABLES_BY_NAME[n].stored_order)):
-                # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
-                # copy are not held at once longer than one table at a time.
-                insert_arrow(con, name, batch.pop_table(name))
-                memory.release()
-            if batch.modules:
-                _derive_batch(con, [m["module_id"] for m in batch.modules])
-            _insert_rows(con, "labels", label_rows)
-            if batch.present_labels:
-                _insert_missing_labels(con, batch.present_labels, self.labels)
-            if batch.replaced_events:
-                _delete_events(con, batch.replaced_events)
-            for name, data in batch.event_tables().items():
-                insert_arrow(con, name, data)
-            _insert_rows(con, "oom_labels", event_label_rows)
-            if batch.present_event_labels:
-                _insert_missing_labels(
-                    con, batch.present_event_labels, self.labels, "oom_labels", "event_id"
-                )
-            for name, data in batch.snapshot_tables().items():
-                insert_arrow(con, name, data)
-            _insert_rows(con, "runtime_labels", snapshot_label_rows)
-            if batch.present_snapshot_labels:
-                _insert_missing_labels(
-                    con, batch.present_snapshot_labels, self.labels, "runtime_labels", "snapshot_id"
-                )
+            for kind in KINDS:
+                self._write_kind(batch, kind)
             _insert_rows(con, "diagnostics", batch.diagnostics)
             _replace_file_stats(con, batch.file_stats)
             con.execute("COMMIT")
@@ -478,6 +447,25 @@ class ModuleWriter(ModuleBuffer):
         if with_run:
             self.run_row = None
         return len(batch.modules)
+
+    def _write_kind(self, batch: Batch, kind: Kind) -> None:
+        """The batch's records of one kind, in its transaction: the rows of those a longer
+        read replaces out, then its rows table by table, its derived rows, its labels."""
+        con, records = self.con, batch.records[kind.name]
+        if records.replaced:
+            _delete_records(con, kind, records.replaced)
+        for name, data in batch.kind_rows(kind):
+            # Dropped once DuckDB has them: a large module's Arrow tables and DuckDB's
+            # copy are not held at once longer than one table at a time.
+            insert_arrow(con, name, data)
+            del data
+            if kind is MODULE and name != kind.table.name:
+                memory.release()
+        if kind is MODULE and batch.modules:
+            _derive_batch(con, [m["module_id"] for m in batch.modules])
+        _insert_rows(con, kind.labels.name, records.label_rows(kind, self.labels))
+        if records.present:
+            _insert_missing_labels(con, kind, records.present, self.labels)
 
 
 @dataclass(frozen=True)
@@ -500,12 +488,13 @@ def held_spans(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, int], list[Hel
     return spans
 
 
-def _delete_events(con: duckdb.DuckDBPyConnection, event_ids: list[int]) -> None:
-    """The rows of events a longer read replaces (their labels stay: the id is kept)."""
-    for table in ("oom_buffers", "oom_events", "diagnostics"):
+def _delete_records(con: duckdb.DuckDBPyConnection, kind: Kind, ids: list[int]) -> None:
+    """The rows of records a longer read replaces (their labels stay: the id is kept)."""
+    column = quote_identifier(kind.id_column)
+    for table in (*kind.children, kind.table, TABLES_BY_NAME[OWNED_BY_ANY]):
         con.execute(
-            f"DELETE FROM {quote_identifier(table)} WHERE event_id IN (SELECT unnest(?))",
-            [event_ids],
+            f"DELETE FROM {quote_identifier(table.name)} WHERE {column} IN (SELECT unnest(?))",
+            [ids],
         )
 
 
@@ -527,18 +516,15 @@ def _replace_file_stats(con: duckdb.DuckDBPyConnection, rows: list[dict]) -> Non
 
 
 def _insert_missing_labels(
-    con: duckdb.DuckDBPyConnection,
-    ids: list[int],
-    labels: list[tuple[str, str]],
-    table: str = "labels",
-    key: str = "module_id",
+    con: duckdb.DuckDBPyConnection, kind: Kind, ids: list[int], labels: list[tuple[str, str]]
 ) -> None:
-    """Labels of modules (or, in oom_labels, events) already held, where they lack them."""
+    """Labels of records of `kind` already held, where they lack them."""
+    key = kind.id_column
     rows = pa.Table.from_pylist(
         [{key: m, "key": k, "value": v} for m in set(ids) for k, v in labels],
-        schema=arrow_schema(TABLES_BY_NAME[table]),
+        schema=arrow_schema(kind.labels),
     )
-    name, column = quote_identifier(table), quote_identifier(key)
+    name, column = quote_identifier(kind.labels.name), quote_identifier(key)
     con.register("_bh_new_labels", rows)
     try:
         con.execute(

@@ -22,7 +22,7 @@ import re
 import traceback
 from collections import Counter
 from collections.abc import Callable, Container, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pyarrow as pa
@@ -32,9 +32,19 @@ from bufferhouse.parse import memory, proto
 from bufferhouse.parse.derive import Derived, Origin, derive
 from bufferhouse.parse.discover import LogFile, ModuleFiles, ProfileFile, stem_parts, text_path
 from bufferhouse.parse.model import Reading
-from bufferhouse.parse.oom import LogEvents, read_log
-from bufferhouse.parse.pprof import NotMemoryProfile, SnapshotTables, read_file, snapshot_tables
+from bufferhouse.parse.oom import read_log
+from bufferhouse.parse.pprof import NotMemoryProfile, read_file, snapshot_tables
 from bufferhouse.parse.reader import Identity, file_name, module_identity, read_lines
+from bufferhouse.parse.results import (
+    Failed,
+    ParsedEvents,
+    ParsedModule,
+    ParsedSnapshot,
+    ParseResult,
+    Present,
+    Quiet,
+    Skipped,
+)
 from bufferhouse.parse.text import scan, vector
 from bufferhouse.parse.text.finish import finish
 from bufferhouse.schema import MODULE_TABLES, TABLES_BY_NAME, Table, arrow_schema
@@ -89,26 +99,6 @@ def parse_module(
     return parsed
 
 
-@dataclass
-class ParseResult:
-    """What a worker sends back: everything the writer needs, nothing it must recompute."""
-
-    status: str
-    content_hash: str | None = None
-    bytes_read: int = 0
-    module_row: dict | None = None
-    tables: dict[str, pa.Table] | None = None
-    warnings: list[DumpError] = field(default_factory=list)
-    error: DumpError | None = None
-    #: A log's OOM events (status "events"; "quiet" when it holds none).
-    events: LogEvents | None = None
-    #: A device memory profile's snapshot (status "snapshot").
-    snapshot: SnapshotTables | None = None
-    #: A second module from the same group: the proto beside a text dump of another
-    #: compile (their assignments differ), with the files it was read from.
-    companion: tuple[ModuleFiles, ParseResult] | None = None
-
-
 def parse_profile(profile: ProfileFile, max_bytes: int | None = None) -> ParseResult:
     """Read one device memory profile whole. Never raises: damage fails the file, located;
     a pprof profile of another kind found in a tree is skipped (failed if given by name)."""
@@ -116,23 +106,20 @@ def parse_profile(profile: ProfileFile, max_bytes: int | None = None) -> ParseRe
         snapshot = read_file(profile.path, max_bytes)
         tables = snapshot_tables(snapshot, profile.path, text_path(profile.path))
     except NotMemoryProfile as exc:
-        return ParseResult("failed" if profile.explicit else "skipped", error=exc)
+        return Failed(error=exc) if profile.explicit else Skipped(error=exc)
     except DumpError as exc:
-        return ParseResult("failed", error=exc)
+        return Failed(error=exc)
     except (OverflowError, pa.ArrowInvalid) as exc:
         error = DumpError(profile.path, 0, f"a number is too large for its column ({exc})")
-        return ParseResult("failed", error=error)
+        return Failed(error=error)
     except Exception as exc:  # a bug of ours must not take the batch down
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         error = DumpError(
             profile.path, 0, f"internal error while reading (please report): {detail}"
         )
-        return ParseResult("failed", error=error)
-    return ParseResult(
-        "snapshot",
-        content_hash=snapshot.content_hash,
-        bytes_read=snapshot.bytes_read,
-        snapshot=tables,
+        return Failed(error=error)
+    return ParsedSnapshot(
+        snapshot=tables, content_hash=snapshot.content_hash, bytes_read=snapshot.bytes_read
     )
 
 
@@ -145,15 +132,12 @@ def parse_log(log: LogFile) -> ParseResult:
     except Exception as exc:  # a bug of ours must not take the batch down
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         error = DumpError(log.path, 0, f"internal error while scanning for OOM messages: {detail}")
-        return ParseResult("failed", error=error)
+        return Failed(error=error)
     if events.events.num_rows == 0:
         if events.file_problems:  # unreadable, corrupt .gz: said, never skipped in silence
-            return ParseResult(
-                "failed", bytes_read=events.bytes_read, error=events.file_problems[0]
-            )
+            return Failed(bytes_read=events.bytes_read, error=events.file_problems[0])
         if log.explicit:
-            return ParseResult(
-                "failed",
+            return Failed(
                 bytes_read=events.bytes_read,
                 error=DumpError(
                     log.path,
@@ -163,8 +147,8 @@ def parse_log(log: LogFile) -> ParseResult:
                     " or a RESOURCE_EXHAUSTED message",
                 ),
             )
-        return ParseResult("quiet", bytes_read=events.bytes_read)
-    return ParseResult("events", bytes_read=events.bytes_read, events=events)
+        return Quiet(bytes_read=events.bytes_read)
+    return ParsedEvents(bytes_read=events.bytes_read, events=events)
 
 
 def _unused_proto(exc: DumpError) -> DumpError:
@@ -189,12 +173,14 @@ def parse_files(
     accelerate: bool = True,
     threads: int = 0,
     batched: bool = False,
+    program: bytes | None = None,
 ) -> ParseResult:
     """Hash, skip if known, parse, and convert one module to Arrow tables. Never raises.
 
     `batched`: the module is one of a batch (parse.batch.parse_batch), which computes its
     assignment fingerprint and checks its row against the columns over the whole batch;
-    here the row's fingerprint is left None and the row is not checked.
+    here the row's fingerprint is left None and the row is not checked. `program`: a
+    profile program's HloProto, when with_programs read it already (read here otherwise).
 
     The tables come without their module_id: the sink that takes the module adds it.
     A module may come as text, as an `.hlo.pb`, as both (one module: the text's tables,
@@ -207,8 +193,8 @@ def parse_files(
         return parse_log(files)
     if isinstance(files, ProfileFile):
         return parse_profile(files, max_bytes)
-    first = identified(files, known, max_bytes)
-    if isinstance(first, ParseResult):
+    first = identified(files, known, max_bytes, program)
+    if not isinstance(first, Identity):
         return first
     return parsed_module(
         files, first, lambda: _read(files, first, accelerate, threads), batched, max_bytes
@@ -216,30 +202,29 @@ def parse_files(
 
 
 def identified(
-    files: ModuleFiles, known: Container[str], max_bytes: int | None
+    files: ModuleFiles, known: Container[str], max_bytes: int | None, program: bytes | None = None
 ) -> ParseResult | Identity:
     """The module's identity, or its result when that is all there is to it: skipped,
     failed before it is read, or present in the warehouse already."""
     if files.skip is not None:
-        return ParseResult("skipped", error=DumpError(files.display, 0, files.skip))
+        return Skipped(error=DumpError(files.display, 0, files.skip))
     if files.problems and files.buffer_assignment is None and files.proto is None:
-        return ParseResult("failed", error=files.problems[0])
+        return Failed(error=files.problems[0])
     dump_files = files.dump_files()
     try:
-        identity = _identify(files, max_bytes)
+        identity = _identify(files, max_bytes, program)
     except DumpError as exc:
         if exc.path != files.proto or not dump_files:
-            return ParseResult("failed", error=exc)
+            return Failed(error=exc)
         files.problems.append(_unused_proto(exc))  # e.g. a corrupt .hlo.pb.gz
         files.proto = None
         try:
             identity = _identify(files, max_bytes)
         except DumpError as again:
-            return ParseResult("failed", error=again)
-    if identity.content_hash in known:
-        return ParseResult(
-            "present", content_hash=identity.content_hash, bytes_read=identity.bytes_read
-        )
+            return Failed(error=again)
+    digest, nbytes = identity.content_hash, identity.bytes_read
+    if digest in known:
+        return Present(content_hash=digest, bytes_read=nbytes)
     if identity.dump_hash in known:  # held under its dump files alone: see _held_without_hlo
         return _held_without_hlo(files, identity)
     return identity
@@ -262,7 +247,8 @@ def parsed_module(
                 return _split(files, reading, max_bytes)
             if reading is None:
                 assert files.problems
-                return ParseResult("skipped", digest, nbytes, error=files.problems.pop())
+                error = files.problems.pop()
+                return Skipped(content_hash=digest, bytes_read=nbytes, error=error)
             origin = _origin(files, reading, digest, nbytes)
             derived = derive(reading, origin, fingerprint=not batched)
             del reading
@@ -273,23 +259,21 @@ def parsed_module(
                 # the 500 MB module's peak (~1,000 MiB, ~300 MiB of it freed memory).
                 memory.release()
     except DumpError as exc:
-        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=exc)
+        return Failed(content_hash=digest, bytes_read=nbytes, error=exc)
     except (OverflowError, pa.ArrowInvalid) as exc:  # a number too large for its column
-        error = range_error(files, exc)
-        return ParseResult("failed", content_hash=digest, bytes_read=nbytes, error=error)
+        return Failed(content_hash=digest, bytes_read=nbytes, error=range_error(files, exc))
     except Exception as exc:  # a bug of ours must not take the batch down
-        return ParseResult(
-            "failed", content_hash=digest, bytes_read=nbytes, error=internal_error(files, exc)
-        )
+        error = internal_error(files, exc)
+        return Failed(content_hash=digest, bytes_read=nbytes, error=error)
     warnings = [*files.problems, *derived.warnings]
-    return ParseResult("parsed", digest, nbytes, row, tables, warnings)
+    return ParsedModule(
+        content_hash=digest, bytes_read=nbytes, row=row, tables=tables, warnings=warnings
+    )
 
 
-def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
+def _identify(files: ModuleFiles, max_bytes: int | None, data: bytes | None = None) -> Identity:
     """The module's content identity. A profile's program is known by its name and
-    HloProto bytes, read here unless with_programs read them already; the group lets
-    go of them: whoever parses the program owns them (in a worker process, the
-    ingest's copy is let go by parse_in_workers)."""
+    HloProto bytes (`data`), read here unless with_programs read them already."""
     if files.xplane is None:
         content = files.content_files()  # the dump files, then the proto: all that lands
         names = [file_name(p) for _, p in content]
@@ -297,7 +281,6 @@ def _identify(files: ModuleFiles, max_bytes: int | None) -> Identity:
     from bufferhouse.parse.proto.xplane import read_program
 
     assert files.program is not None
-    data, files.program_data = files.program_data, None
     if data is None:
         data = read_program(files.xplane, files.program, files.plane_offset)
     digest = proto.xplane_content_hash(files.program, data)
@@ -363,7 +346,7 @@ class _Split:
     why: str
 
 
-def _split(files: ModuleFiles, split: _Split, max_bytes: int | None) -> ParseResult:
+def _split(files: ModuleFiles, split: _Split, max_bytes: int | None) -> ParsedModule:
     """Two modules from one group: the text dump's and the proto's, each with the identity
     and origin it has alone, and a warning naming both files."""
     assert files.proto is not None
@@ -394,13 +377,12 @@ def _split(files: ModuleFiles, split: _Split, max_bytes: int | None) -> ParseRes
         tables = _check_fits(derived, row)
         warnings = [*part.problems, *derived.warnings]
         results.append(
-            ParseResult(
-                "parsed",
-                identity.content_hash,
-                identity.bytes_read,
-                row,
-                tables,
-                warnings,
+            ParsedModule(
+                content_hash=identity.content_hash,
+                bytes_read=identity.bytes_read,
+                row=row,
+                tables=tables,
+                warnings=warnings,
             )
         )
     results[0].companion = (proto_files, results[1])
@@ -433,9 +415,9 @@ _MODULE_ROW = arrow_schema(TABLES_BY_NAME["modules"])
 Group = TypeVar("Group", bound="ModuleFiles | LogFile | ProfileFile")
 
 
-def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
-    """`groups` in their order, each program of a profile with its HloProto read
-    (`program_data`): all the programs of a profile in one pass over it, when the first
+def with_programs(groups: Sequence[Group]) -> Iterator[tuple[Group, bytes | None]]:
+    """`groups` in their order, each with its HloProto when it is a program of a profile
+    (None otherwise, or when it could not be read: its problem is the group's): all the programs of a profile in one pass over it, when the first
     of them comes up, instead of one pass per program (a `.gz` is decompressed from its
     start each time). The HloProtos of a profile's programs that have not come up yet
     wait here: discover lists a profile's programs one after the other, and largest_first
@@ -459,28 +441,27 @@ def with_programs(groups: Sequence[Group]) -> Iterator[Group]:
                     read[path] = exc
             got, left = read[path], wanted[path]
             left[key] -= 1
+            data = None
             if isinstance(got, DumpError):
                 g.problems.append(got)
             elif key in got:  # kept only while another group still wants it
-                g.program_data = got[key] if left[key] else got.pop(key)
+                data = got[key] if left[key] else got.pop(key)
             else:
                 g.problems.append(missing_program(path, g.program))
             if left.total() == 0:
                 del read[path], wanted[path]
-        yield g
+            yield g, data
+        else:
+            yield g, None
 
 
 def _reads_program(g: ModuleFiles | LogFile | ProfileFile) -> bool:
     return (
-        isinstance(g, ModuleFiles)
-        and g.xplane is not None
-        and bool(g.program)
-        and g.program_data is None
-        and not g.problems
+        isinstance(g, ModuleFiles) and g.xplane is not None and bool(g.program) and not g.problems
     )
 
 
-def _held_without_hlo(files: ModuleFiles, identity: Identity) -> ParseResult:
+def _held_without_hlo(files: ModuleFiles, identity: Identity) -> Present:
     """The warehouse holds these dump files under the identity of the dump files alone:
     loaded by a release whose identity left the HLO text out, or before this HLO file
     lay beside them. Loading them again would hold the module twice: it is present
@@ -494,9 +475,7 @@ def _held_without_hlo(files: ModuleFiles, identity: Identity) -> ParseResult:
         "kept as already present, with the source locations it was loaded with; a "
         "changed HLO file is not picked up (ingest into a new warehouse to load it)",
     )
-    return ParseResult(
-        "present", content_hash=identity.dump_hash, bytes_read=identity.bytes_read, warnings=[note]
-    )
+    return Present(content_hash=identity.dump_hash, bytes_read=identity.bytes_read, warnings=[note])
 
 
 def range_error(files: ModuleFiles, exc: Exception) -> DumpError:

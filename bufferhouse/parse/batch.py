@@ -18,13 +18,15 @@ others of its batch land whole. Each result is the one parse_files gives that mo
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Container, Sequence
 
 import pyarrow as pa
 
+from bufferhouse.errors import DumpError
 from bufferhouse.parse import (
     VECTOR_MIN_BYTES,
+    Failed,
+    ParsedModule,
     ParseResult,
     check_rows,
     identified,
@@ -69,10 +71,10 @@ def parse_batch(
     pending = [
         i
         for i, r in enumerate(results)
-        if r.status == "parsed" and r.module_row and r.module_row["assignment_fingerprint"] is None
+        if isinstance(r, ParsedModule) and r.row["assignment_fingerprint"] is None
     ]
     _fingerprint(groups, results, pending)
-    _check_rows(groups, results, [i for i in pending if results[i].status == "parsed"])
+    _check_rows(groups, results, [i for i in pending if isinstance(results[i], ParsedModule)])
     return results
 
 
@@ -85,7 +87,7 @@ def _parsed(
     pending: list[tuple[int, Identity]] = []
     for i, group in enumerate(groups):
         first = identified(group, known, max_bytes)
-        if isinstance(first, ParseResult):
+        if not isinstance(first, Identity):
             results.append(first)
         else:
             results.append(None)
@@ -135,26 +137,24 @@ def _fingerprint(groups: Sequence[ModuleFiles], results: list[ParseResult], at: 
             except Exception as exc:  # a bug of ours fails this module, not its batch
                 results[i] = _failed(results[i], internal_error(groups[i], exc))
                 continue
-        results[i].module_row["assignment_fingerprint"] = digest
+        results[i].row["assignment_fingerprint"] = digest
 
 
 def _check_rows(groups: Sequence[ModuleFiles], results: list[ParseResult], at: list[int]) -> None:
     """The rows of the batch checked against the module columns at once; where one does
     not fit, each alone, so that only the module whose number is too large fails."""
     try:
-        check_rows([results[i].module_row for i in at])
+        check_rows([results[i].row for i in at])
         return
     except (OverflowError, pa.ArrowInvalid):
         pass
     for i in at:
         try:
-            check_rows([results[i].module_row])
+            check_rows([results[i].row])
         except (OverflowError, pa.ArrowInvalid) as exc:
             results[i] = _failed(results[i], range_error(groups[i], exc))
 
 
-def _failed(result: ParseResult, error: object) -> ParseResult:
+def _failed(result: ParsedModule, error: DumpError) -> Failed:
     """The module's result as a failure with `error`: no row, no tables, no warnings."""
-    return dataclasses.replace(
-        result, status="failed", module_row=None, tables=None, warnings=[], error=error
-    )
+    return Failed(content_hash=result.content_hash, bytes_read=result.bytes_read, error=error)

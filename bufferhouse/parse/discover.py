@@ -78,9 +78,6 @@ class ModuleFiles:
     program: str | None = None
     plane_offset: int = 0
     xplane_backend: str | None = None
-    #: The program's HloProto, once read (`parse.with_programs` reads every program of
-    #: a profile in one pass); None: parse_files reads it from the profile itself.
-    program_data: bytes | None = field(default=None, repr=False, compare=False)
     #: libtpu's log of the compile, found beside the module (docs/discovery.md).
     libtpu: LibtpuCompanion | None = None
     #: Why the group is not a module (e.g. an HloProto from before optimizations):

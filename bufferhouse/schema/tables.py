@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SCHEMA_VERSION = 14
+SCHEMA_VERSION = 15
 
 
 @dataclass(frozen=True)
@@ -1212,6 +1212,15 @@ FILE_STATS = Table(
         _c("content_hash", "VARCHAR", "The module's content hash (modules.content_hash).", False),
         _c("bytes_read", "BIGINT", "Bytes of dump text the hash read (modules.bytes_read).", False),
         _c("run_id", "BIGINT", "Ingest run that recorded the row.", False),
+        _c(
+            "targets_looked_ns",
+            "BIGINT",
+            "When ingest last looked beside the module's files for the files naming its"
+            " target (module_targets) and found none: the newest modification time (ns)"
+            " of the directories it listed. While they show it, no file was added or"
+            " removed there, and the next ingest does not list them again; NULL: a target"
+            " was found, or not looked for since the row was written.",
+        ),
     ),
     per_module=False,
 )

@@ -246,6 +246,12 @@ def _add_targets_and_error_codes(con: duckdb.DuckDBPyConnection) -> None:
     derive_all(con)
 
 
+def _add_targets_looked(con: duckdb.DuckDBPyConnection) -> None:
+    """14 -> 15: file_stats.targets_looked_ns (a module whose directories were looked in
+    for target files, none found); NULL before: the next ingest looks once more."""
+    con.execute("ALTER TABLE file_stats ADD COLUMN IF NOT EXISTS targets_looked_ns BIGINT")
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 UPGRADES = {
     1: _renumber_modules,
@@ -261,6 +267,7 @@ UPGRADES = {
     11: _add_file_stats,
     12: _add_targets_and_error_codes,
     13: _add_generated_code_bytes,
+    14: _add_targets_looked,
 }
 
 

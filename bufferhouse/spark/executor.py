@@ -15,8 +15,16 @@ from bufferhouse.export.parquet import PartWriter, reserve_run
 from bufferhouse.load import parse_labels
 from bufferhouse.load.targets import target_rows
 from bufferhouse.load.writer import with_module_id
-from bufferhouse.parse import ParseResult, parse_files, with_programs
+from bufferhouse.parse import parse_files, with_programs
 from bufferhouse.parse.discover import ModuleFiles
+from bufferhouse.parse.results import (
+    Failed,
+    ParsedModule,
+    ParseResult,
+    Present,
+    Skipped,
+    outcome_name,
+)
 from bufferhouse.schema import TABLES_BY_NAME, Table
 from bufferhouse.schema.derive import derived_tables
 from bufferhouse.schema.ids import ModuleIds
@@ -41,22 +49,24 @@ def _next_module_id() -> int:
     return _ids.next()
 
 
-def parse_rows(files: ModuleFiles, known: frozenset[str] = frozenset()) -> Iterator[dict]:
+def parse_rows(
+    files: ModuleFiles, known: frozenset[str] = frozenset(), program: bytes | None = None
+) -> Iterator[dict]:
     """Parse one module group; one row per table (see PARSED_SCHEMA). Never raises.
 
     A parsed module gets its module_id here, from this process's allocator: the
     same content parsed twice gets two ids, and the readers keep one copy.
     """
-    result = parse_files(files, known)
+    result = parse_files(files, known, program=program)
     yield from _result_rows(result)
-    if result.companion is not None:  # a proto of another compile beside the text
-        yield from _result_rows(result.companion[1])
+    if isinstance(result, ParsedModule) and result.companion is not None:
+        yield from _result_rows(result.companion[1])  # a proto of another compile
 
 
 def _result_rows(result: ParseResult) -> Iterator[dict]:
-    if result.status == "skipped":  # an HloProto without buffer assignment: not a module
+    if isinstance(result, Skipped):  # an HloProto without buffer assignment: not a module
         return
-    if result.status == "failed":
+    if isinstance(result, Failed):
         e = result.error
         problem = json.dumps([e.path, e.line, e.message, e.text]) if e else None
         yield {
@@ -68,7 +78,7 @@ def _result_rows(result: ParseResult) -> Iterator[dict]:
             "data": None,
         }
         return
-    if result.status == "present":  # its module_id is the holder's, unknown here
+    if isinstance(result, Present):  # its module_id is the holder's, unknown here
         yield {
             "content_hash": result.content_hash,
             "module_id": None,
@@ -78,10 +88,11 @@ def _result_rows(result: ParseResult) -> Iterator[dict]:
             "data": None,
         }
         return
+    assert isinstance(result, ParsedModule)
     module_id = _next_module_id()
     tables = {name: with_module_id(name, data, module_id) for name, data in result.tables.items()}
     counts = {name: data.num_rows for name, data in tables.items()}
-    row = dict(result.module_row, module_id=module_id, row_counts=counts)
+    row = dict(result.row, module_id=module_id, row_counts=counts)
     modules = pa.Table.from_pylist([row], schema=table_schema(TABLES_BY_NAME["modules"]))
     warnings = json.dumps([[w.path, w.line, w.message, w.text] for w in result.warnings])
     yield {
@@ -121,7 +132,8 @@ def parse_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     per_batch = [[group_of(row) for row in batch.to_pylist()] for batch in batches]
     groups = with_programs([g for batch in per_batch for g in batch])
     for batch in per_batch:
-        rows = [r for files in itertools.islice(groups, len(batch)) for r in parse_rows(files)]
+        taken = itertools.islice(groups, len(batch))
+        rows = [r for files, program in taken for r in parse_rows(files, program=program)]
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
@@ -194,28 +206,30 @@ def write_batches(
         directories: set[str] = set()
         # the task's groups first: its programs of a profile are read in one pass
         groups = [group_of(row) for batch in batches for row in batch.to_pylist()]
-        for files in with_programs(groups):
+        for files, program in with_programs(groups):
             directories.add(files.directory)
             if writer is None:
                 writer = PartWriter(path, reserve_run(path), label_pairs, held=held)
-            result = parse_files(files, writer.module_ids)
-            parts = [(files, result)]
-            if result.companion is not None:  # a proto of another compile beside the text
-                parts.append(result.companion)
+            result = parse_files(files, writer.module_ids, program=program)
+            parts: list[tuple[ModuleFiles, ParseResult]] = [(files, result)]
+            if isinstance(result, ParsedModule) and result.companion is not None:
+                parts.append(result.companion)  # a proto of another compile beside the text
             for part, result in parts:
                 module_id = None
                 message = None
-                if result.status == "skipped":
-                    message = result.error.describe() if result.error else None
-                elif result.status == "failed":
-                    writer.add_failure(result.error)
-                    message = result.error.describe() if result.error else None
-                elif result.status == "present":
-                    module_id = writer.add_labels(result.content_hash)
-                else:
-                    module_id = writer.add(result.module_row, result.tables, result.warnings)
-                    result.status = "loaded"
-                out.append((writer.run_id, part.stem, result.status, module_id, message))
+                status = outcome_name(result)
+                match result:
+                    case Skipped(error=error):
+                        message = error.describe()
+                    case Failed(error=error):
+                        writer.add_failure(error)
+                        message = error.describe()
+                    case Present(content_hash=content_hash):
+                        module_id = writer.add_labels(content_hash)
+                    case ParsedModule(row=row, tables=tables, warnings=warnings):
+                        module_id = writer.add(row, tables, warnings)
+                        status = "loaded"
+                out.append((writer.run_id, part.stem, status, module_id, message))
             if writer.full:
                 writer.flush()
         if writer is not None:

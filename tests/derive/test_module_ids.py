@@ -320,7 +320,7 @@ def test_the_warehouse_takes_only_full_batches_another_sink_an_eighth(tmp_path):
     sinks = [ModuleWriter(con, 1, [], max_rows=2 * rows), ModuleBuffer(1, [], max_rows=2 * rows)]
     for copy in ("a", "b"):
         for sink in sinks:
-            row = dict(parsed.module_row, content_hash=parsed.module_row["content_hash"] + copy)
+            row = dict(parsed.row, content_hash=parsed.row["content_hash"] + copy)
             sink.add(row, dict(parsed.tables), [])
         if copy == "a":
             assert [s.worth_writing for s in sinks] == [False, True]

@@ -1,4 +1,4 @@
-"""bench/synth must keep producing dumps that ingest cleanly and satisfy the
+"""tests/synth must keep producing dumps that ingest cleanly and satisfy the
 invariants XLA guarantees, so the benchmarks measure real work (issue 5).
 
 Each format is tiled to a few MB from the committed seeds, ingested, and checked

@@ -15,6 +15,7 @@ from bufferhouse.load import schedule
 from bufferhouse.parse import parse_files
 from bufferhouse.parse.batch import _check_rows, parse_batch
 from bufferhouse.parse.derive.fingerprint import assignment_fingerprint, batch_fingerprints
+from bufferhouse.parse.results import Failed, ParsedModule
 from bufferhouse.parse.sources import discover_all
 from tests.conftest import DATA
 
@@ -31,9 +32,9 @@ def test_each_module_of_a_batch_is_as_it_is_parsed_alone():
     assert len(groups) > 20
     alone = [parse_files(g) for g in groups]
     batched = parse_batch(groups)
-    assert [r.status for r in batched] == [r.status for r in alone]
+    assert [type(r) for r in batched] == [type(r) for r in alone]
     for one, many in zip(alone, batched):
-        assert many.module_row == one.module_row  # the fingerprint too
+        assert many.row == one.row  # the fingerprint too
         assert many.content_hash == one.content_hash
         assert many.tables.keys() == one.tables.keys()
         for name, table in one.tables.items():
@@ -42,7 +43,7 @@ def test_each_module_of_a_batch_is_as_it_is_parsed_alone():
 
 def test_batch_fingerprints_are_each_modules_own():
     results = [parse_files(g) for g in _groups(CORPUS)]
-    tables = [r.tables for r in results if r.status == "parsed"]
+    tables = [r.tables for r in results if isinstance(r, ParsedModule)]
     digests = batch_fingerprints(tables)
     assert digests == [assignment_fingerprint(t) for t in tables]
     assert len(set(digests)) > 1
@@ -94,11 +95,11 @@ def test_a_bad_module_among_many_good_ones_fails_alone_located(tree_with_a_bad_m
 def test_a_row_too_large_for_its_column_fails_that_module_alone():
     groups = _groups(CORPUS)[:5]
     results = parse_batch(groups)
-    results[2].module_row["schedule_length"] = 1 << 40  # INTEGER: 32 bits
+    results[2].row["schedule_length"] = 1 << 40  # INTEGER: 32 bits
     _check_rows(groups, results, list(range(5)))
-    assert [r.status for r in results] == ["parsed", "parsed", "failed", "parsed", "parsed"]
+    assert [type(r) for r in results] == [ParsedModule] * 2 + [Failed] + [ParsedModule] * 2
     assert "too large" in results[2].error.message
-    assert results[2].tables is None and results[2].module_row is None
+    assert not hasattr(results[2], "tables") and not hasattr(results[2], "row")
 
 
 def test_the_plan_batches_small_text_modules_only(tmp_path: Path):

@@ -228,3 +228,48 @@ def test_device_budget_a_larger_helper_and_the_capacity_of_the_steps_target(tmp_
     assert {(r["capacity_bytes"], r["capacity_source"]) for r in given} == {(8192, "param")}
     with pytest.raises(QueryError, match="parameter capacity wants a size"):
         bufferhouse.query("device-budget", db=db2, capacity="8 KiBs")
+
+
+def test_a_module_without_a_target_is_not_looked_for_again_until_its_directory_changes(
+    tmp_path, monkeypatch
+):
+    """record_targets records "no target" (file_stats.targets_looked_ns): a no-op
+    re-ingest lists no directory; a target file put beside the dump later changes the
+    directory, and the next ingest finds it."""
+    import os
+
+    from bufferhouse.load import file_stats
+    from bufferhouse.parse import target
+
+    monkeypatch.setattr(file_stats, "RACY_NS", 0)  # the copies are fresh: settled at once
+    monkeypatch.setattr("bufferhouse.load.targets.RACY_NS", 0)
+    listed: list[str] = []
+    real = target._listing
+
+    def counted(directory):
+        listed.append(directory)
+        return real(directory)
+
+    monkeypatch.setattr(target, "_listing", counted)
+    dump = tmp_path / "dump"
+    shutil.copytree(ROOT / "tests" / "data" / "runtime" / "run" / "dumps", dump)
+    old = os.stat(dump).st_mtime_ns - 10**9
+    os.utime(dump, ns=(old, old))
+    db = tmp_path / "t.duckdb"
+    n_targets = "SELECT count(*) AS n FROM module_targets"
+    bufferhouse.ingest([dump], db=db, jobs=1)
+    assert listed == [str(dump)]  # looked once, found none
+    assert bufferhouse.sql(n_targets, db=db).to_pylist() == [{"n": 0}]
+    looked = "SELECT targets_looked_ns AS ns FROM file_stats"
+    assert bufferhouse.sql(looked, db=db).to_pylist() == [{"ns": old}]
+
+    listed.clear()
+    report = bufferhouse.ingest([dump], db=db, jobs=1)
+    assert len(report.present) == 1 and listed == []  # nothing listed again
+
+    config = next((SWEEP / "gpu_h100" / "batch=262144").glob("*.gpu_target_config.pbtxt"))
+    shutil.copy(config, dump / "module_0000.jit_step.gpu_target_config.pbtxt")  # later
+    report = bufferhouse.ingest([dump], db=db, jobs=1)
+    assert len(report.present) == 1 and listed == [str(dump)]
+    rows = bufferhouse.sql("SELECT device_kind FROM module_targets", db=db).to_pylist()
+    assert rows == [{"device_kind": "NVIDIA H100 80GB HBM3"}]

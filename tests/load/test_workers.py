@@ -28,6 +28,7 @@ from bufferhouse.load import handoff, parse_in_workers, workers
 from bufferhouse.load.schedule import input_bytes, largest_first
 from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
+from bufferhouse.parse.results import Failed, ParsedModule
 from tests import synth
 from tests.conftest import CORPUS, SAMPLES
 from tests.load.test_faults import _snapshot
@@ -261,12 +262,12 @@ def test_a_death_seen_by_submit_fails_only_its_module(tmp_path, monkeypatch, poi
     for files in groups:
         result = outcomes[files.stem]
         if "poison" in files.stem:
-            assert result.status == "failed"
+            assert isinstance(result, Failed)
             assert result.error.message == (
                 "the parser process died (out of memory?); module skipped"
             )
         else:
-            assert result.status == "parsed", result.error
+            assert isinstance(result, ParsedModule), result
             assert _row_counts(result) == _row_counts(parse_files(files))
     assert not Path(directory).exists()
 
@@ -283,7 +284,7 @@ def test_a_worker_dying_between_wait_and_submit_loses_no_module(tmp_path, monkey
     outcomes, directory = _parse_with(pool, groups, monkeypatch)
     assert pool.raised == 1
     for files in groups:
-        assert outcomes[files.stem].status == "parsed", outcomes[files.stem].error
+        assert isinstance(outcomes[files.stem], ParsedModule), outcomes[files.stem]
         assert _row_counts(outcomes[files.stem]) == _row_counts(parse_files(files))
     assert not Path(directory).exists()
 
@@ -431,8 +432,8 @@ def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, mon
     real = workers.with_programs
 
     def then_gone(groups):
-        for files in real(groups):
-            yield files
+        for files, program in real(groups):
+            yield files, program
             if files.xplane is not None:
                 profile.unlink(missing_ok=True)
 
@@ -453,10 +454,9 @@ def test_a_profiles_programs_are_read_once_and_sent_to_the_workers(tmp_path, mon
     assert not profile.exists() and pool.raised == 1
     assert submitted.count(programs[1].stem) == 2, submitted
     for files in groups:
-        assert outcomes[files.stem].status == "parsed", outcomes[files.stem].error
-    for files in programs:
-        assert files.program_data is not None  # run_batches drops it once it is parsed
-        files.program_data, files.problems = None, []
+        assert isinstance(outcomes[files.stem], ParsedModule), outcomes[files.stem]
+    for files in programs:  # the retry parsed the HloProto read before the profile went
+        files.problems = []
     profile.write_bytes(gzip.compress(data))
     for files in programs:
         alone = parse_files(files)
@@ -494,6 +494,6 @@ def test_a_future_the_broken_pool_never_fails_is_lost_with_it(tmp_path, monkeypa
     outcomes, directory = _parse_with(OrphaningPool, groups, monkeypatch)
     assert OrphaningPool.orphans == 1 and OrphaningPool.pools >= 2
     for files in groups:
-        assert outcomes[files.stem].status == "parsed", outcomes[files.stem].error
+        assert isinstance(outcomes[files.stem], ParsedModule), outcomes[files.stem]
         assert _row_counts(outcomes[files.stem]) == _row_counts(parse_files(files))
     assert not Path(directory).exists()

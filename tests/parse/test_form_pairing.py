@@ -15,6 +15,7 @@ import duckdb
 
 import bufferhouse
 from bufferhouse.check import check_warehouse
+from bufferhouse.parse.results import ParsedModule
 from tests.conftest import DATA
 
 PROTO = DATA / "proto"
@@ -173,7 +174,7 @@ def test_a_bug_of_the_text_reader_leaves_the_proto_loaded(tmp_path: Path, monkey
     shutil.copytree(SRC, tree)
     (group,) = parse.discover.discover([tree])
     result = parse.parse_files(group)
-    assert result.status == "parsed" and result.module_row["source_kind"] == "proto"
+    assert isinstance(result, ParsedModule) and result.row["source_kind"] == "proto"
     (warning,) = [w for w in result.warnings if "internal error" in w.message]
     assert warning.path == str(tree / f"{STEM}-buffer-assignment.txt")
     assert "IndexError: a bug" in warning.message and "loaded without it" in warning.message

@@ -34,6 +34,7 @@ from bufferhouse.errors import DumpError
 from bufferhouse.load import ingest_paths
 from bufferhouse.parse import parse_files
 from bufferhouse.parse.discover import discover
+from bufferhouse.parse.results import Failed, ParsedModule
 from bufferhouse.schema import MODULE_TABLES
 from tests.conftest import CORPUS, SAMPLES
 
@@ -205,11 +206,11 @@ def test_mutated_dumps_parse_or_fail_with_a_line(mutant):
     groups = discover([directory])
     assert len(groups) == 1
     result = parse_files(groups[0])  # never raises: errors come back as results
-    if result.status == "failed":
+    if isinstance(result, Failed):
         _assert_error_points_at_input(result.error, directory, seed.stem, files)
     else:
-        assert result.status == "parsed", result.status
-        _assert_invariants(result.module_row, result.tables)
+        assert isinstance(result, ParsedModule), result
+        _assert_invariants(result.row, result.tables)
         for warning in result.warnings:
             assert "internal error" not in warning.message
 
@@ -298,12 +299,12 @@ def test_duplicated_swapped_and_moved_lines_fail_at_a_line_or_load_consistently(
         _write(directory, seed.stem, files)
         (group,) = discover([directory])
         result = parse_files(group)
-        if result.status == "failed":
+        if isinstance(result, Failed):
             refused += 1
             _assert_error_points_at_input(result.error, directory, seed.stem, files)
             assert result.error.line >= 1, (done, result.error.describe())
         else:
-            assert result.status == "parsed", (done, result.status)
+            assert isinstance(result, ParsedModule), (done, result)
             _write(accepted / str(n), f"{seed.stem}.m{n}", files)
     assert 0 < refused < LINE_MUTANTS
     db = tmp_path / "accepted.duckdb"

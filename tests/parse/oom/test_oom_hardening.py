@@ -21,6 +21,7 @@ from bufferhouse.parse import parse_log
 from bufferhouse.parse.discover import LogFile
 from bufferhouse.parse.oom import scan, scan_file
 from bufferhouse.parse.oom.sizes import SizeError, parse_size
+from bufferhouse.parse.results import Failed, ParsedEvents
 from tests.conftest import DATA
 
 OOM = DATA / "oom"
@@ -68,7 +69,7 @@ def test_an_absurd_figure_loses_that_figure_not_the_log(tmp_path, old, new, expe
     bad = GPU.replace(old, new, 1)
     text = GPU + bad + GPU
     result = parse_log(LogFile(str(write(tmp_path, "train.log", text))))
-    assert result.status == "events", result.error
+    assert isinstance(result, ParsedEvents), result
     assert result.events.events.num_rows == 3
     problems = [p for event in result.events.problems for p in event]
     assert [p.line for p in problems] == [line_of(text, new, len(GPU))]
@@ -186,7 +187,7 @@ def test_a_cr_only_log_is_read_like_its_lf_twin(tmp_path):
 def test_a_corrupt_gz_with_nothing_readable_is_an_error_naming_it(tmp_path, data):
     path = write(tmp_path, "train.log.gz", data)
     result = parse_log(LogFile(str(path)))
-    assert result.status == "failed"
+    assert isinstance(result, Failed)
     assert result.error.path == str(path)
     assert "gz" in result.error.message and "read up to byte" in result.error.message
 
@@ -215,7 +216,7 @@ def test_an_unreadable_log_is_an_error_naming_it(tmp_path, monkeypatch):
 
     monkeypatch.setattr(scan, "open_log", denied)
     result = parse_log(LogFile(str(path)))
-    assert result.status == "failed" and result.error.path == str(path)
+    assert isinstance(result, Failed) and result.error.path == str(path)
     assert "cannot read file: Permission denied" in result.error.message
 
 
@@ -227,7 +228,7 @@ def test_an_unreadable_log_by_its_mode(tmp_path):
         result = parse_log(LogFile(str(path)))
     finally:
         path.chmod(0o644)
-    assert result.status == "failed" and "Permission denied" in result.error.message
+    assert isinstance(result, Failed) and "Permission denied" in result.error.message
 
 
 # --- a message cut at the top is still a message -------------------------------------------

@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 import bufferhouse
 from bufferhouse.parse.proto import hlo_pb2, regen, xplane_pb2
 from bufferhouse.parse.proto.wire import encode_varint
+from bufferhouse.parse.results import Failed, ParsedModule
 from bufferhouse.schema.invariants import violations
 from tests.conftest import DATA, pip_target
 
@@ -528,8 +529,8 @@ def test_a_profile_that_changed_after_discovery_fails_each_program(tmp_path: Pat
     groups = discover([path])
     assert [g.program for g in groups] == names
     path.write_bytes(data[: len(data) // 2])  # cut inside the metadata plane
-    results = [parse_files(g) for g in with_programs(groups)]
-    assert [r.status for r in results] == ["failed"] * 3
+    results = [parse_files(g, program=data) for g, data in with_programs(groups)]
+    assert [type(r) for r in results] == [Failed] * 3
     for r in results:
         assert r.error is not None and r.error.path == str(path)
         assert "not a readable XProf profile" in r.error.message and "at byte" in r.error.message
@@ -537,9 +538,9 @@ def test_a_profile_that_changed_after_discovery_fails_each_program(tmp_path: Pat
     path.write_bytes(data)
     groups = discover([path])
     path.write_bytes(_profile_of(2)[0])  # the same planes, without the third program
-    results = [parse_files(g) for g in with_programs(groups)]
-    assert [r.status for r in results[:2]] == ["parsed", "parsed"]
-    assert results[2].status == "failed" and results[2].error is not None
+    results = [parse_files(g, program=data) for g, data in with_programs(groups)]
+    assert [type(r) for r in results[:2]] == [ParsedModule, ParsedModule]
+    assert isinstance(results[2], Failed) and results[2].error is not None
     assert "not found in the profile (file changed?)" in results[2].error.message
 
 
@@ -558,8 +559,8 @@ def test_a_program_named_twice_in_a_profile_is_read_for_both(tmp_path: Path) -> 
     path = tmp_path / "twice.xplane.pb"
     path.write_bytes(_xspace([meta.SerializeToString()]))
     groups = list(with_programs(discover([path])))
-    assert [g.program for g in groups] == ["jit_twice(1)"] * 2
-    assert [g.program_data for g in groups] == [_good_pb()] * 2
+    assert [g.program for g, _ in groups] == ["jit_twice(1)"] * 2
+    assert [data for _, data in groups] == [_good_pb()] * 2
     report = bufferhouse.ingest([path], db=tmp_path / "w.duckdb", jobs=1)
     assert len(report.loaded) == 1 and len(report.present) == 1 and report.ok
 

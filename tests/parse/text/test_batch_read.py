@@ -18,6 +18,7 @@ from bufferhouse.parse.batch import parse_batch
 from bufferhouse.parse.discover import ModuleFiles, discover
 from bufferhouse.parse.model import Reading
 from bufferhouse.parse.reader import read_lines
+from bufferhouse.parse.results import Failed
 from bufferhouse.parse.text.batch_finish import finish_batch
 from bufferhouse.parse.text.batch_scan import read_batch
 from tests.conftest import DATA
@@ -125,12 +126,11 @@ def _edit(path: Path, how: str) -> None:
 
 
 def _same_result(batched: ParseResult, alone: ParseResult, where: str) -> None:
-    assert batched.status == alone.status, (where, batched.error, alone.error)
-    if alone.status == "failed":
+    assert type(batched) is type(alone), (where, batched, alone)
+    if isinstance(alone, Failed):
         assert vars(batched.error) == vars(alone.error), where
-        assert batched.tables is None and batched.module_row is None, where
         return
-    assert batched.module_row == alone.module_row, where
+    assert batched.row == alone.row, where
     assert batched.tables.keys() == alone.tables.keys(), where
     for name, table in alone.tables.items():
         assert batched.tables[name].equals(table), (where, name)
@@ -144,11 +144,11 @@ def test_bad_modules_fail_alone_with_their_own_errors(tmp_path: Path) -> None:
         _edit(path, how)
     groups = discover([tmp_path / "mixed"])
     results = parse_batch(groups)
-    failed = {g.buffer_assignment for g, r in zip(groups, results) if r.status == "failed"}
+    failed = {g.buffer_assignment for g, r in zip(groups, results) if isinstance(r, Failed)}
     assert failed == {str(p) for p in hows}
     for group, got in zip(groups, results):
         _same_result(got, parse_files(group), group.display)
-    errors = {r.error.path: r.error for r in results if r.error is not None}
+    errors = {r.error.path: r.error for r in results if isinstance(r, Failed)}
     cut = errors[str(files[3])]
     assert cut.line > 0 and "truncated" in cut.message
     assert errors[str(files[17])].line > 0

@@ -2,7 +2,7 @@
 hlo.parse_instruction, the reference: for every text the column reader takes, each
 `_PARSED` column must be what parse_instruction gives; every other text is left to it.
 
-Compared on every instruction text of the test data, of a bench/synth module, and on the
+Compared on every instruction text of the test data, of a tests/synth module, and on the
 generated and damaged texts of tests/parse/proto/test_hlo_common_form.py, and through parse_batch
 (warnings and errors in text order, as before the column reader).
 """

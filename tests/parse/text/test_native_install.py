@@ -172,7 +172,7 @@ def _probe(target: Path, tmp: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory) -> list[str]:
-    """The samples and a module large enough for the column reader (bench/synth)."""
+    """The samples and a module large enough for the column reader (tests/synth)."""
     out = tmp_path_factory.mktemp("synth")
     cmd = [sys.executable, str(ROOT / "bench" / "synth.py"), str(out), "--mb", "0.3"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
