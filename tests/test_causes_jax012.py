@@ -163,3 +163,32 @@ def test_no_aliasing_invented(diffs, pair):
     in both compiles, only bigger): no aliasing row, on either measure."""
     causes = {x["cause"] for x in diffs[pair].causes.to_pylist()}
     assert not causes & {"aliasing-lost", "aliasing-gained"}, causes
+
+
+PROTO = "after_optimizations.hlo.pb"
+
+
+def _forms(tmp: Path, pair: str) -> dict[str, Path]:
+    """The text dumps and the proto of one compile (the pair's base), apart."""
+    out = {}
+    for form in ("text", "proto"):
+        dest = tmp / pair / form
+        dest.mkdir(parents=True)
+        for f in (PAIRS / pair / "base").iterdir():
+            text = f.name.endswith(".txt")
+            if f.is_file() and (text if form == "text" else f.name.endswith(PROTO)):
+                shutil.copy(f, dest / f.name)
+        out[form] = dest
+    return out
+
+
+TEXT = sorted(p for p in EXPECT if any((PAIRS / p / "base").glob("*buffer-assignment.txt")))
+
+
+@pytest.mark.parametrize("pair", TEXT)
+def test_text_against_proto(tmp_path, pair):
+    """The text dump and the proto of one compile diff to no cause rows at all."""
+    forms = _forms(tmp_path, pair)
+    r = bufferhouse.diff(forms["text"], forms["proto"], causes=True, jobs=1)
+    assert r.modules.num_rows == 1
+    assert r.causes.num_rows == 0, r.causes.to_pylist()[:3]
