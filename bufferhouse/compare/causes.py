@@ -29,6 +29,7 @@ from bufferhouse.compare.sides import ALL_ROWS, Opened
 
 #: Every cause a row can name, in the order docs/diff.md explains them.
 CAUSES = (
+    "sharding",
     "shape",
     "dtype",
     "layout",
@@ -68,6 +69,7 @@ def measures(peak: str) -> list[str]:
 class _Side:
     """One side's values and members, as the scratch connection reads them."""
 
+    ids: list[int]
     values: pa.Table
     members: pa.Table
 
@@ -118,7 +120,7 @@ def _side(con: duckdb.DuckDBPyConnection, ids: list[int], wanted: list[str]) -> 
         parts += _heap_members(con, ids)
     if "logical_peak_bytes" in wanted:
         parts.append(_member_rows(statements.run(con, "logical", ids=ids), "logical_peak_bytes"))
-    return _Side(values, pa.concat_tables(parts))
+    return _Side(ids, values, pa.concat_tables(parts))
 
 
 def causes(
@@ -131,6 +133,8 @@ def causes(
     wanted = measures(peak)
     base = _side(b.con, _ids(pairs, "base_module_id"), wanted)
     head = _side(h.con, _ids(pairs, "head_module_id"), wanted)
+    scratch.register("base_shardings", statements.run(b.con, "shardings", ids=base.ids))
+    scratch.register("head_shardings", statements.run(h.con, "shardings", ids=head.ids))
     scratch.register("base_values", base.values)
     scratch.register("head_values", head.values)
     scratch.register("base_members", base.members)
@@ -153,6 +157,7 @@ def sentence(r: dict) -> str:
     cause, what, by = r["cause"], _what(r), signed(r["bytes"])
     shapes = f"{r['base_shape']} -> {r['head_shape']}"
     text = {
+        "sharding": f"{what} is split another way across devices, its per-device shape {shapes} ({r['sharding_change']})",
         "shape": f"{what} changed shape, {shapes}",
         "dtype": f"{what} changed element type, {shapes}",
         "layout": f"{what} has the same shape and type but another padded size",

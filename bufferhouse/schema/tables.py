@@ -1237,6 +1237,43 @@ MEMORY_SPACES = Table(
     per_module=False,
 )
 
+SHARDINGS = Table(
+    "shardings",
+    "How a partitioned module splits its arrays across devices, from a proto: one row per"
+    " array of each entry parameter's sharding (spmd_parameters_shardings), of the entry"
+    " result's (spmd_output_sharding) and of each instruction that carries one (`sharding`)."
+    " No rows for a module that is not partitioned, nor from a text dump (jax 0.12's"
+    " after-optimizations text prints no shardings).",
+    (
+        _module_id(),
+        _c("target", "VARCHAR", "parameter, output or instruction.", False),
+        _c("number", "INTEGER", "Entry parameter number N (target parameter); else NULL."),
+        _c("instruction", "VARCHAR", "The instruction (target instruction); else NULL."),
+        _c(
+            "shape_index",
+            "VARCHAR",
+            "ShapeIndex of the array within the parameter, result or instruction, e.g. `{}`,"
+            " `{1}` (an element of a tuple sharding).",
+            False,
+        ),
+        _c(
+            "sharding",
+            "VARCHAR",
+            "The sharding as XLA prints it: `{mesh[data=2, model=2], [{data}, {}]}` (a named"
+            " sharding, jax 0.12), `{devices=[1,4]<=[4]}`, `{replicated}`, `{maximal device=0}`.",
+            False,
+        ),
+        _c(
+            "tiles",
+            "INTEGER[]",
+            "Pieces each dimension is cut into (the array's per-device dimensions times these"
+            " are its logical ones, rounded up where uneven); NULL when not split by dimension"
+            " (replicated, on one device, manual).",
+        ),
+    ),
+    stored_order=("target", "number", "instruction", "shape_index"),
+)
+
 SCHEMA_INFO = Table(
     "schema_info",
     "Key-value facts about the warehouse itself, e.g. schema_version.",
@@ -1262,6 +1299,7 @@ MODULE_TABLES: tuple[Table, ...] = (
     USAGE_REPORT,
     HEAP_PEAKS,
     HEAP_EVENTS,
+    SHARDINGS,
 )
 
 #: Per-module tables computed from the tables above (bufferhouse.schema.derive), in

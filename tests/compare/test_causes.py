@@ -212,6 +212,19 @@ def _values(rows: list[tuple]) -> pa.Table:
     return pa.Table.from_pylist(out)
 
 
+#: diff-shardings of a module that is not partitioned
+_NO_SHARDINGS = pa.table(
+    {
+        "module_id": pa.array([], pa.int64()),
+        "target": pa.array([], pa.string()),
+        "parameter": pa.array([], pa.string()),
+        "shape_index": pa.array([], pa.string()),
+        "sharding": pa.array([], pa.string()),
+        "tiles": pa.array([], pa.list_(pa.int32())),
+    }
+)
+
+
 def test_rules_on_hand_made_values():
     """Each rule of diff-causes on one hand-made module pair (total bytes only):
     the residual is the fragmentation row, and the rows sum to the change."""
@@ -251,6 +264,7 @@ def test_rules_on_hand_made_values():
     ))  # fmt: skip
     for side, values, total in (("base", base, base_total), ("head", head, head_total)):
         con.register(f"{side}_values", values)
+        con.register(f"{side}_shardings", _NO_SHARDINGS)  # not partitioned
         figures = {"module_id": 1, "total_bytes": total, "alias_bytes": 0}
         figures |= {"heap_peak_bytes": None, "logical_peak_bytes": None}
         con.register(f"{side}_modules", pa.Table.from_pylist([figures]))

@@ -2,8 +2,9 @@
 the fixture script there, INDEX.md): each pair is one program compiled twice with one
 thing changed, and each side carries its compile's memory_analysis().
 
-Only the .hlo.pb of each side is read (this release's text reader refuses jax 0.12
-text dumps); the oracle is the compiler's own figures: the rows of total_bytes sum
+The .hlo.pb of each side is read (the proto carries the shardings the mesh pairs
+need; the text of the same compile diffs to no rows against it, test_text_against_proto);
+the oracle is the compiler's own figures: the rows of total_bytes sum
 to the change of memory_analysis()'s total_allocation_bytes, exactly."""
 
 from __future__ import annotations
@@ -49,8 +50,6 @@ CPU = [p for p in EXPECT if p.endswith("-cpu")]
 NOT_YET = {
     "dtype-cpu": "the bf16 program's f32 gradient temps (dot_general.9/.11, the convert's"
     " input) have no dtype link to the f32 program's in-place dots: fusion, -1 MiB",
-    "mesh-cpu": "no sharding cause: the per-device shapes read as shape",
-    "mesh-v5p": "no sharding cause: the per-device shapes read as shape",
     "unroll-v5e": "the unrolled loop's stacked copies (copy-start) have no partner: new-buffer",
     "remat-dots-vs-nothing-v5e": "the saved residuals' async copies (copy-start, no op_name)"
     " are liveness and gone buffers, not remat",
@@ -138,7 +137,6 @@ CANCELLING = {
     "remat-dots-vs-nothing-v5e": "a saved residual's copy-start paired longer- and shorter-live",
     "remat-dots-vs-save-v5e": "a recomputed dot against the residual slice it replaces",
     "unroll-v5e": "a stacked copy gone against a new one of another shape, same bytes",
-    "mesh-v5p": "an all-reduce now live against a fusion no longer live, same size",
     "offload-v5e": "the output's fusion paired longer- and shorter-live",
 }
 
@@ -165,3 +163,32 @@ def test_no_aliasing_invented(diffs, pair):
     in both compiles, only bigger): no aliasing row, on either measure."""
     causes = {x["cause"] for x in diffs[pair].causes.to_pylist()}
     assert not causes & {"aliasing-lost", "aliasing-gained"}, causes
+
+
+PROTO = "after_optimizations.hlo.pb"
+
+
+def _forms(tmp: Path, pair: str) -> dict[str, Path]:
+    """The text dumps and the proto of one compile (the pair's base), apart."""
+    out = {}
+    for form in ("text", "proto"):
+        dest = tmp / pair / form
+        dest.mkdir(parents=True)
+        for f in (PAIRS / pair / "base").iterdir():
+            text = f.name.endswith(".txt")
+            if f.is_file() and (text if form == "text" else f.name.endswith(PROTO)):
+                shutil.copy(f, dest / f.name)
+        out[form] = dest
+    return out
+
+
+TEXT = sorted(p for p in EXPECT if any((PAIRS / p / "base").glob("*buffer-assignment.txt")))
+
+
+@pytest.mark.parametrize("pair", TEXT)
+def test_text_against_proto(tmp_path, pair):
+    """The text dump and the proto of one compile diff to no cause rows at all."""
+    forms = _forms(tmp_path, pair)
+    r = bufferhouse.diff(forms["text"], forms["proto"], causes=True, jobs=1)
+    assert r.modules.num_rows == 1
+    assert r.causes.num_rows == 0, r.causes.to_pylist()[:3]

@@ -4,7 +4,7 @@
 -- column pair: Pair number (pairs.pair).
 -- column module_name: Module name (jit name).
 -- column measure: The figure explained: total_bytes, heap_peak_bytes or logical_peak_bytes.
--- column cause: shape, dtype, layout, new-buffer, gone-buffer, longer-live, shorter-live, aliasing-lost, aliasing-gained, memory-space, fusion, fragmentation (other for logical_peak_bytes), or no-peak when a side lacks the figure.
+-- column cause: sharding, shape, dtype, layout, new-buffer, gone-buffer, longer-live, shorter-live, aliasing-lost, aliasing-gained, memory-space, fusion, fragmentation (other for logical_peak_bytes), or no-peak when a side lacks the figure.
 -- column bytes: Signed bytes this row adds to the change (head minus base); NULL for no-peak.
 -- column buffers: Allocations (other than temp) or temp values, paired or one-sided, in the row.
 -- column matched_by: `allocation` for a paired allocation (paired by what it holds), else how the values were paired (diff-matched's passes); NULL for values on one side only and for the residual rows.
@@ -16,8 +16,9 @@
 -- column head_instruction: A defining instruction on the head side (the first by name).
 -- column base_bytes: What the row's values count in the measure on the base side; for no-peak, the base figure (NULL when it is the missing one).
 -- column head_bytes: What they count on the head side; for no-peak, the head figure.
--- note: The rule (docs/diff.md): each side's figure is the sum of its units plus a residual. A unit is an allocation other than temp (counted whole, at its member's size, whichever of its values shows it) or a temp value (each printed peak-list value, for the logical peak). Allocations pair across the sides by what they hold: the same entry parameter, else mutually the most of each other's values' partners. A paired allocation's change splits into what its shared values' largest size moved (shape, dtype or layout of the values held on both sides) and the rest (aliasing-gained or -lost: only when the set of values sharing it changed, else layout). An allocation on one side only is aliasing when its values' partners sit in another allocation other than temp there, liveness when in temp, memory-space when its partner is counted in no measure of that space; temp values pair as the values do. Every unit is in one row and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
--- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query: the figures and alias_bytes), `base_values` / `head_values` (diff-values), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
+-- column sharding_change: For a sharding row, the sharding that changed (`parameter 0{} OLD -> NEW`, `result {0} OLD -> NEW`): the value's parameter's, the result's for an output, else every one of the pair's; NULL otherwise.
+-- note: The rule (docs/diff.md): each side's figure is the sum of its units plus a residual. A unit is an allocation other than temp (counted whole, at its member's size, whichever of its values shows it) or a temp value (each printed peak-list value, for the logical peak). Allocations pair across the sides by what they hold: the same entry parameter, else mutually the most of each other's values' partners. A paired allocation's change splits into what its shared values' largest size moved (shape, dtype or layout of the values held on both sides; sharding instead of shape when the pair is partitioned another way: a parameter or result sharding differs and every entry parameter's logical dimensions, per-device ones times the sharding's tiles, are equal, and the values kept their rank and type) and the rest (aliasing-gained or -lost: only when the set of values sharing it changed, else layout). An allocation on one side only is aliasing when its values' partners sit in another allocation other than temp there, liveness when in temp, memory-space when its partner is counted in no measure of that space; temp values pair as the values do. Every unit is in one row and the residual's change is the fragmentation (other) row, so the rows of a pair and measure sum to the figure's change by construction.
+-- note: Runs on a scratch connection over Arrow tables `pairs`, `base_modules` / `head_modules` (the modules query: the figures and alias_bytes), `base_values` / `head_values` (diff-values), `base_shardings` / `head_shardings` (diff-shardings), `matched` (diff-matched) and `base_members` / `head_members` (module_id, measure, value_id, size: the values each measure counts).
 WITH measures AS (
   SELECT
     unnest($measures) AS measure,
@@ -64,6 +65,80 @@ hv AS MATERIALIZED (
   JOIN pairs AS p
     ON p.head_module_id = v.module_id
   WHERE p.base_module_id IS NOT NULL
+),
+-- the shardings of each side's entry parameters and results, and those that
+-- differ between the sides (NULL: the array is not partitioned on that side)
+base_sh AS (
+  SELECT p.pair, s.*
+  FROM base_shardings AS s
+  JOIN pairs AS p
+    ON p.base_module_id = s.module_id
+),
+head_sh AS (
+  SELECT p.pair, s.*
+  FROM head_shardings AS s
+  JOIN pairs AS p
+    ON p.head_module_id = s.module_id
+),
+resharded AS MATERIALIZED (
+  SELECT
+    coalesce(b.pair, h.pair) AS pair,
+    coalesce(b.target, h.target) AS target,
+    coalesce(b.parameter, h.parameter) AS parameter,
+    CASE coalesce(b.target, h.target)
+      WHEN 'parameter' THEN 'parameter ' || coalesce(b.parameter, h.parameter)
+      ELSE 'result ' || coalesce(b.shape_index, h.shape_index)
+    END || ' ' || coalesce(b.sharding, '(not partitioned)') || ' -> '
+      || coalesce(h.sharding, '(not partitioned)') AS change
+  FROM base_sh AS b
+  FULL JOIN head_sh AS h
+    ON h.pair = b.pair AND h.target = b.target
+      AND h.parameter IS NOT DISTINCT FROM b.parameter
+      AND h.shape_index = b.shape_index
+  WHERE b.sharding IS DISTINCT FROM h.sharding
+),
+-- each entry parameter's logical dimensions: its per-device ones times the
+-- pieces its sharding cuts each into
+base_logical AS (
+  SELECT
+    v.pair, v.parameter,
+    list_transform(generate_series(1, len(v.dims)),
+      lambda d: v.dims[d] * coalesce(s.tiles[d], 1)) AS logical
+  FROM bv AS v
+  LEFT JOIN base_sh AS s
+    ON s.pair = v.pair AND s.parameter = v.parameter
+  WHERE v.parameter IS NOT NULL AND v.dims IS NOT NULL
+),
+head_logical AS (
+  SELECT
+    v.pair, v.parameter,
+    list_transform(generate_series(1, len(v.dims)),
+      lambda d: v.dims[d] * coalesce(s.tiles[d], 1)) AS logical
+  FROM hv AS v
+  LEFT JOIN head_sh AS s
+    ON s.pair = v.pair AND s.parameter = v.parameter
+  WHERE v.parameter IS NOT NULL AND v.dims IS NOT NULL
+),
+-- a pair partitioned another way: a sharding differs, and every entry
+-- parameter has the same logical dimensions on both sides (the same
+-- program's arrays, cut into other pieces): its values' per-device shapes
+-- change because their sharding did
+repartitioned AS MATERIALIZED (
+  SELECT
+    r.pair,
+    string_agg(r.change, '; ' ORDER BY r.target DESC, r.parameter, r.change)
+      AS change,
+    string_agg(r.change, '; ' ORDER BY r.change)
+      FILTER (WHERE r.target = 'output') AS output_change
+  FROM resharded AS r
+  WHERE r.pair NOT IN (
+    SELECT coalesce(b.pair, h.pair)
+    FROM base_logical AS b
+    FULL JOIN head_logical AS h
+      ON h.pair = b.pair AND h.parameter = b.parameter
+    WHERE b.logical IS DISTINCT FROM h.logical
+  )
+  GROUP BY r.pair
 ),
 -- each value pair (or one-sided value) with the allocations on both sides
 vp AS MATERIALIZED (
@@ -127,6 +202,9 @@ inside AS MATERIALIZED (
     )) AS reshaped,
     bool_or(vp.base_size <> vp.head_size
       AND vp.base_type IS DISTINCT FROM vp.head_type) AS retyped,
+    -- a dimension changed, the rank and type kept: what a new sharding does
+    bool_and(vp.base_size = vp.head_size OR (vp.base_type = vp.head_type
+      AND len(vp.base_dims) = len(vp.head_dims))) AS recut,
     arg_max(vp.base_value_id, (vp.head_size, vp.base_size, -vp.head_value_id))
       AS base_value_id,
     arg_max(vp.head_value_id, (vp.head_size, vp.base_size, -vp.head_value_id))
@@ -243,6 +321,7 @@ whole_split AS (
     w.pair, w.measure, 'allocation' AS matched_by,
     i.base_value_id, i.head_value_id,
     CASE
+      WHEN i.reshaped AND i.recut AND rp.pair IS NOT NULL THEN 'sharding'
       WHEN i.reshaped THEN 'shape'
       WHEN i.retyped THEN 'dtype'
       ELSE 'layout'
@@ -253,6 +332,8 @@ whole_split AS (
   JOIN inside AS i
     ON i.pair = w.pair AND i.base_alloc = w.base_alloc
       AND i.head_alloc = w.head_alloc
+  LEFT JOIN repartitioned AS rp
+    ON rp.pair = w.pair
   WHERE w.base_bytes IS NOT NULL AND w.head_bytes IS NOT NULL
   UNION ALL
   SELECT
@@ -363,8 +444,11 @@ vals AS (
 -- liveness for its partner's bytes and shape, type or layout for the rest
 value_kinds AS (
   SELECT
-    *,
+    x.*,
     CASE
+      WHEN rp.pair IS NOT NULL AND base_dims <> head_dims
+        AND base_type = head_type AND len(base_dims) = len(head_dims)
+        THEN 'sharding'
       WHEN base_dims IS DISTINCT FROM head_dims
         OR (base_type IS NULL AND base_shape IS DISTINCT FROM head_shape)
         THEN 'shape'
@@ -373,7 +457,9 @@ value_kinds AS (
     END AS kind,
     base_value_id IS NOT NULL AND head_value_id IS NOT NULL
       AND (base_bytes IS NULL OR head_bytes IS NULL) AS one_counted
-  FROM vals
+  FROM vals AS x
+  LEFT JOIN repartitioned AS rp
+    ON rp.pair = x.pair
 ),
 value_rows AS (
   SELECT
@@ -434,12 +520,25 @@ described AS MATERIALIZED (
     b.shape AS base_shape, h.shape AS head_shape,
     b.instruction AS base_instruction, h.instruction AS head_instruction,
     coalesce(h.source, b.source) AS source,
-    b.copy_of AS base_copy_of, h.copy_of AS head_copy_of
+    b.copy_of AS base_copy_of, h.copy_of AS head_copy_of,
+    -- the sharding that changed: the parameter's own, the result's, else
+    -- every one that changed in the pair
+    CASE WHEN a.cause = 'sharding' THEN coalesce(
+      (SELECT r.change FROM resharded AS r
+        WHERE r.pair = a.pair
+          AND r.parameter = coalesce(h.parameter, b.parameter)),
+      CASE
+        WHEN coalesce(h.category, b.category) = 'output'
+          THEN rp.output_change
+      END,
+      rp.change) END AS sharding_change
   FROM attributed AS a
   LEFT JOIN bv AS b
     ON b.pair = a.pair AND b.value_id = a.base_value_id
   LEFT JOIN hv AS h
     ON h.pair = a.pair AND h.value_id = a.head_value_id
+  LEFT JOIN repartitioned AS rp
+    ON rp.pair = a.pair
 ),
 head_only AS (
   SELECT
@@ -557,7 +656,17 @@ families AS (
         'gone-buffer') THEN 'presence'
       WHEN cause IN ('aliasing-lost', 'aliasing-gained') THEN 'aliasing'
     END AS family,
-    CASE WHEN delta > 0 THEN head_shape ELSE base_shape END AS counted
+    -- a paired value whose shape changed counts as its pair of shapes (one
+    -- more such pair at the peak and one fewer is no change), else as the
+    -- shape it is counted at
+    CASE
+      WHEN base_value_id IS NOT NULL AND head_value_id IS NOT NULL
+        AND cause IN ('longer-live', 'shorter-live')
+        AND base_shape <> head_shape
+        THEN base_shape || ' -> ' || head_shape
+      WHEN delta > 0 THEN head_shape
+      ELSE base_shape
+    END AS counted
   FROM classified
   WHERE delta <> 0
 ),
@@ -572,7 +681,7 @@ grouped AS (
   SELECT
     pair, measure, cause, matched_by,
     coalesce(head_op, base_op) AS op_name,
-    source, base_shape, head_shape,
+    source, base_shape, head_shape, sharding_change,
     CAST(sum(delta) AS BIGINT) AS bytes,
     count(*) AS buffers,
     min(base_instruction) AS base_instruction,
@@ -615,19 +724,19 @@ rows AS (
   SELECT
     pair, measure, cause, bytes, buffers, matched_by, op_name, source,
     base_shape, head_shape, base_instruction, head_instruction,
-    base_bytes, head_bytes
+    base_bytes, head_bytes, sharding_change
   FROM grouped
   UNION ALL
   SELECT
     pair, measure, cause, bytes, 0,
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
   FROM residual
   WHERE bytes <> 0
   UNION ALL
   SELECT
     pair, measure, 'no-peak', NULL, 0,
     NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-    base_figure, head_figure
+    base_figure, head_figure, NULL
   FROM no_peak
 )
 SELECT
@@ -645,7 +754,8 @@ SELECT
   r.base_instruction,
   r.head_instruction,
   r.base_bytes,
-  r.head_bytes
+  r.head_bytes,
+  r.sharding_change
 FROM rows AS r
 JOIN figures AS f
   ON f.pair = r.pair AND f.measure = r.measure

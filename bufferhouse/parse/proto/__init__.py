@@ -137,7 +137,7 @@ def combine_text_and_proto(text: Reading, proto: Reading, proto_path: str) -> Re
     """One reading of a compile from its text dump and its proto side by side.
 
     The text's tables are kept (they carry more: uses, live ranges, the peak list);
-    the proto adds the heap-simulator trace. The tables both carry are compared, and
+    the proto adds the heap-simulator trace and the shardings. The tables both carry are compared, and
     each disagreement becomes a warning naming the proto file; the proto's own warnings
     (a newer XLA's fields) are kept.
     """
@@ -164,7 +164,11 @@ def combine_text_and_proto(text: Reading, proto: Reading, proto_path: str) -> Re
         if diff:
             warnings.append(DumpError(proto_path, 0, f"text and proto disagree on {table}: {diff}"))
     return Reading(
-        tables={**text.tables, "heap_events": proto.tables["heap_events"]},
+        tables={
+            **text.tables,
+            "heap_events": proto.tables["heap_events"],
+            "shardings": proto.tables["shardings"],
+        },
         facts=dataclasses.replace(text.facts, module_name=proto.facts.module_name),
         form="text+proto",
         warnings=warnings,

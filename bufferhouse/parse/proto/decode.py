@@ -35,6 +35,7 @@ from bufferhouse.parse.proto.printing import (
     subshape,
     value_columns,
 )
+from bufferhouse.parse.proto.sharding import shardings_table
 from bufferhouse.parse.proto.tables import module_schema, module_table
 from bufferhouse.parse.proto.trace import heap_events_table
 from bufferhouse.schema import MODULE_TABLES
@@ -117,6 +118,7 @@ def parse_hlo_proto(proto: hlo_pb2.HloProto, where: str, form: str = "proto") ->
             lambda iid: shapes(iid, ()),
         ),
         "heap_events": events,
+        "shardings": shardings_table(module),
     }
     sections = ["allocations", "proto"]
     if len(events):

@@ -53,6 +53,13 @@ XLA_LAST = {
     "LayoutProto": 17,
     "ShapeProto": 6,
     "OpMetadata": 20,
+    "OpSharding": 14,
+    "NamedShardingProto": 8,
+    "NamedShardingProto.DimensionSharding": 2,
+    "MeshProto": 3,
+    "MeshProto.MeshAxis": 2,
+    "AxisRefProto": 2,
+    "AxisRefProto.SubAxis": 2,
 }
 _PACKAGE = "bufferhouse.xla."
 #: How many elements of each repeated message field the scan descends into.
