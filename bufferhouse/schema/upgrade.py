@@ -252,6 +252,16 @@ def _add_targets_looked(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("ALTER TABLE file_stats ADD COLUMN IF NOT EXISTS targets_looked_ns BIGINT")
 
 
+def _add_shardings(con: duckdb.DuckDBPyConnection) -> None:
+    """15 -> 16: the shardings table (each proto's parameter, result and instruction
+    shardings, for diff's `sharding` cause); empty for modules loaded before: re-ingest
+    their .hlo.pb for it."""
+    from bufferhouse.schema import create_statements
+
+    for statement in create_statements():  # IF NOT EXISTS: only the new table
+        con.execute(statement)
+
+
 #: Schema version -> the step that brings a warehouse of that version to the next.
 UPGRADES = {
     1: _renumber_modules,
@@ -268,6 +278,7 @@ UPGRADES = {
     12: _add_targets_and_error_codes,
     13: _add_generated_code_bytes,
     14: _add_targets_looked,
+    15: _add_shardings,
 }
 
 
