@@ -174,7 +174,7 @@ def _probe(target: Path, tmp: Path) -> dict:
 def dumps(tmp_path_factory) -> list[str]:
     """The samples and a module large enough for the column reader (tests/synth)."""
     out = tmp_path_factory.mktemp("synth")
-    cmd = [sys.executable, str(ROOT / "bench" / "synth.py"), str(out), "--mb", "0.3"]
+    cmd = [sys.executable, "-m", "tests.synth", str(out), "--mb", "0.3"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=ROOT)
     return [str(conftest.SAMPLES), str(out)]
