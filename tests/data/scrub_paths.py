@@ -1,6 +1,7 @@
 """Cut the machine's own paths out of committed fixtures:
-a path under the checkouts this project's fixtures were made in (/work/main, /work/wt…)
-loses the checkout's root, so it reads from the repository's root
+a path under a checkout this project's fixtures were made in (a worktree of this
+repository, or any checkout in the folder beside it: tests/machine.py reads them from
+the machine) loses the checkout's root, so it reads from the repository's root
 (`tests/data/sizes/make_sizes.py`, `.venv/lib/python3.11/site-packages/jax/…`: a
 library frame still reads as one).
 
@@ -8,8 +9,8 @@ Text dumps and logs are rewritten as text; HloProto dumps (.hlo.pb) and pprof
 profiles (.prof, gzipped) and XProf profiles (.xplane.pb.gz, with the HloProtos they embed)
 are parsed with bufferhouse's own generated messages, every
 string field rewritten, and serialised again, so their nested lengths stay right.
-Paths of other machines (the public dumps' /home/…, /root/…) and the made-up user
-paths of the OOM logs (/work/train.py) are left as written. Run from the repository root: `python tests/data/scrub_paths.py FILE…`.
+Paths of other machines (the public dumps' /home/…, /root/…) are left as written. Run
+from the repository root: `python -m tests.data.scrub_paths FILE…`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,23 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from bufferhouse.parse.proto import hlo_pb2, profile_pb2, wire, xplane_pb2
+from tests import machine
 
-#: The checkout's root: /work/main/, /work/wt-proto/, /work/wt/runtime30/.
-MACHINE_PATH = re.compile(r"/work/(?:main/|wt-[^/\s]+/|wt/[^/\s]+/)")
+
+def _machine_path() -> re.Pattern[str]:
+    """A checkout's root: one of the repository's worktrees, or a folder one or two deep
+    in the folder beside the checkout that holds one of the repository's top entries
+    (a worktree since removed)."""
+    tops = "|".join(
+        re.escape(t) for t in sorted({p.name for p in machine.ROOT.iterdir()} | {".venv"})
+    )
+    by_length = sorted(machine.checkouts(), key=lambda c: -len(str(c)))  # a nested one first
+    known = [re.escape(f"{c}/") for c in by_length]
+    beside = re.escape(f"{machine.ROOT.parent}/") + r"(?:[^/\s]+/){1,2}?(?=(?:" + tops + r")/)"
+    return re.compile("|".join([*known, beside]))
+
+
+MACHINE_PATH = _machine_path()
 
 
 def scrub_text(text: str) -> str:

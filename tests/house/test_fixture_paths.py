@@ -1,23 +1,23 @@
 """No committed fixture, script or page names the machine it was made on.
 
-The checkouts fixtures were made in (/work/main, /work/wt-…, /work/wt/…) leak into
-source-file tables, pprof frames and XProf programs; tests/data/scrub_paths.py cuts
-them to repository paths. Compressed fixtures are read decompressed, where the text
+The checkouts fixtures were made in (this repository's worktrees, and the folder that
+holds them: tests/machine.py reads them from the machine) leak into source-file tables,
+pprof frames and XProf programs; tests/data/scrub_paths.py cuts them to repository paths.
+The home and temporary directories are not looked for here: the public dumps keep
+other machines' /root/… and /tmp/… as written. Compressed fixtures are read decompressed, where the text
 and protos are.
 """
 
 from __future__ import annotations
 
 import gzip
-import re
 import zlib
 from pathlib import Path
 
+from tests import machine
 from tests.conftest import ROOT
 
-MACHINE = re.compile(rb"/work/(?:main/|wt[-/]|venv\d|jaxenv|tpu\.lock)")
-#: The two files that name the pattern itself.
-SELF_NAMED = {"test_fixture_paths.py", "scrub_paths.py"}
+MACHINE = machine.pattern(machine.places(ROOT, home=False, temp=False))
 SCANNED = ("tests", "bench", "docs", "bufferhouse", "examples")
 
 
@@ -32,16 +32,11 @@ def _contents(path: Path) -> bytes:
 
 
 def _files():
-    for top in SCANNED:
-        for f in (ROOT / top).rglob("*"):
-            if f.is_file() and not {".venv", "__pycache__", "_work"} & set(f.parts):
-                yield f
+    for f in machine.tracked(ROOT, SCANNED):
+        if not {".venv", "__pycache__", "_work"} & set(f.parts):
+            yield f
 
 
 def test_no_machine_paths_anywhere() -> None:
-    found = [
-        str(f.relative_to(ROOT))
-        for f in _files()
-        if f.name not in SELF_NAMED and MACHINE.search(_contents(f))
-    ]
-    assert not found, f"machine paths in {found}; run tests/data/scrub_paths.py on them"
+    found = [str(f.relative_to(ROOT)) for f in _files() if MACHINE.search(_contents(f))]
+    assert not found, f"machine paths in {found}; run python -m tests.data.scrub_paths on them"
