@@ -50,11 +50,13 @@ from bufferhouse.compare.match import (
     select_pairs,
 )
 from bufferhouse.compare.sides import Side, open_side, peak_buffers
-from bufferhouse.compare.snapshots import (
+from bufferhouse.compare.snapshot_result import (
     SNAPSHOT_TABLES,
     SnapshotDiffResult,
     SnapshotGate,
     SnapshotSide,
+)
+from bufferhouse.compare.snapshots import (
     compare_snapshots,
     diff_snapshots,
     sides_kind,

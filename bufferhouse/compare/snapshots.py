@@ -26,15 +26,19 @@ import pyarrow as pa
 
 from bufferhouse import queries
 from bufferhouse.compare import statements
-from bufferhouse.compare.gate import Threshold, parse_threshold, pct, signed
+from bufferhouse.compare.gate import Threshold, parse_threshold
 from bufferhouse.compare.sides import is_duckdb_file
+from bufferhouse.compare.snapshot_result import (
+    SNAPSHOT_TABLES,
+    SnapshotDiffResult,
+    SnapshotGate,
+    SnapshotSide,
+)
 from bufferhouse.errors import BufferhouseError, DiffError
 from bufferhouse.parse.discover import discover, discover_profiles
 from bufferhouse.parse.pprof import looks_like_profile, read_file, snapshot_tables
 from bufferhouse.schema.warehouse import connect, default_db
 
-#: Result tables of a snapshot diff by name (`SnapshotDiffResult.table(name)`).
-SNAPSHOT_TABLES = ("sources", "devices")
 #: The runtime_samples columns the comparison reads.
 _SAMPLE_COLUMNS = (
     "kind",
@@ -102,15 +106,6 @@ def sides_kind(base: str, head: str, db: str | os.PathLike[str] | None) -> str:
     if found == {"unknown"} and _has_snapshots(db):
         _require_one(base, "base", db)
     return "modules"
-
-
-@dataclass(frozen=True)
-class SnapshotSide:
-    """One side of a snapshot diff, as given and as read."""
-
-    spec: str  # as given: a profile, a directory, or a selector of the warehouse
-    kind: str  # profile | profiles (a directory) | snapshot (of the warehouse)
-    snapshots: tuple[str, ...]  # the snapshots' names: file, path in the directory, selector
 
 
 def _open(spec: str, role: str, db: str | os.PathLike[str] | None) -> tuple[SnapshotSide, dict]:
@@ -211,97 +206,6 @@ def _pairs(base: SnapshotSide, head: SnapshotSide) -> list[tuple[str, str]]:
             f"directory, and {len(only)} are on one side only: {sides}"
         )
     return [(name, name) for name in sorted(b)]
-
-
-@dataclass(frozen=True)
-class SnapshotGate:
-    """The gate of a snapshot diff: which devices' live buffer bytes grew past the
-    threshold. A device new in head grows from 0 (past any percentage)."""
-
-    threshold: Threshold
-    failures: pa.Table  # rows of SnapshotDiffResult.devices over the threshold
-    several: bool  # more than one snapshot pair: name the snapshot beside the device
-
-    @property
-    def passed(self) -> bool:
-        return self.failures.num_rows == 0
-
-    def details(self, limit: int = 10) -> str:
-        what = f"more than {self.threshold} in live buffer bytes"
-        rows = self.failures.to_pylist()
-        if not rows:
-            return f"no device grew {what}"
-        shown = ", ".join(
-            (f"{r['head_snapshot']} " if self.several else "")
-            + f"{r['device']} {signed(r['delta_bytes'])}"
-            + (f" ({pct(r['change_pct'])})" if r["change_pct"] is not None else " (new)")
-            for r in rows[:limit]
-        )
-        more = f" and {len(rows) - limit} more" if len(rows) > limit else ""
-        n = len(rows)
-        return f"{n} device{'s' if n != 1 else ''} grew {what}: {shown}{more}"
-
-    def describe(self, limit: int = 10) -> str:
-        return f"gate {'passed' if self.passed else 'failed'}: {self.details(limit)}"
-
-
-@dataclass(frozen=True)
-class SnapshotDiffResult:
-    """Two device memory snapshots compared, as Arrow tables plus a summary.
-
-    - `sources`: per snapshot pair and device, the live buffer bytes and buffers of
-      each allocating line (function, file:line), base and head, sorted by absolute
-      change within the device; the rows of a device sum to its change;
-    - `devices`: each device's totals, base and head (what the gate checks).
-
-    Column meanings are in the headers of compare/sql/snapshot-*.sql.
-    """
-
-    base: SnapshotSide
-    head: SnapshotSide
-    sources: pa.Table
-    devices: pa.Table
-    gate: SnapshotGate | None
-
-    @property
-    def failed(self) -> bool:
-        """The gate was set and some device's live bytes grew past it."""
-        return self.gate is not None and not self.gate.passed
-
-    def table(self, name: str) -> pa.Table:
-        """One result table by name: sources or devices."""
-        if name not in SNAPSHOT_TABLES:
-            raise DiffError(
-                f"no table {name!r} in a diff of device memory snapshots; tables: "
-                f"{', '.join(SNAPSHOT_TABLES)}"
-            )
-        return getattr(self, name)
-
-    def summary(self) -> dict[str, object]:
-        """Counts of device rows by status, and live buffer bytes summed over the devices
-        (and over the snapshot pairs, for two directories)."""
-        rows = self.devices.to_pylist()
-        base_sum = sum(r["base_bytes"] for r in rows)
-        head_sum = sum(r["head_bytes"] for r in rows)
-        statuses = ("grown", "shrunk", "same", "new", "gone")
-        return {
-            "base": self.base.spec,
-            "head": self.head.spec,
-            "pairs": len(set(self.devices.column("pair").to_pylist())),
-            "devices": len(rows),
-            **{k: sum(r["status"] == k for r in rows) for k in statuses},
-            "base_bytes": base_sum,
-            "head_bytes": head_sum,
-            "delta_bytes": head_sum - base_sum,
-            "gate": None if self.gate is None else ("passed" if self.gate.passed else "failed"),
-        }
-
-    def report(self, fmt: str = "markdown", top: int | None = 25) -> str:
-        """`markdown` (a pull-request comment) or `table` (terminal): a table per device of
-        the lines whose bytes or buffers changed, at most `top` rows each (None: all)."""
-        from bufferhouse.compare.snapshot_report import render
-
-        return render(self, fmt, top)
 
 
 def diff_snapshots(
