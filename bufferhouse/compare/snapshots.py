@@ -159,10 +159,14 @@ def _snapshot_ids(spec: str, db: str | os.PathLike[str] | None) -> list[int]:
     if not _has_snapshots(db):
         return []
     with _warehouse(db) as con:
-        rows = con.execute(
-            "SELECT DISTINCT snapshot_id FROM snapshot_keys WHERE key = $key ORDER BY 1",
-            {"key": spec},
-        ).fetchall()
+        return _ids_of(con, spec)
+
+
+def _ids_of(con: duckdb.DuckDBPyConnection, key: str) -> list[int]:
+    """The snapshots the snapshot_keys view lists under `key`."""
+    rows = con.execute(
+        "SELECT DISTINCT snapshot_id FROM snapshot_keys WHERE key = $key ORDER BY 1", {"key": key}
+    ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -176,8 +180,8 @@ def _require_one(spec: str, role: str, db: str | os.PathLike[str] | None) -> int
             f"warehouse {path} to hold a snapshot of that name (--db)"
         )
     with _warehouse(path) as con:
-        queries.require_snapshot(con, spec)  # raises UnknownSnapshotError
-    ids = _snapshot_ids(spec, path)
+        # the key it names: a path relative to here selects the snapshot ingested from it
+        ids = _ids_of(con, queries.require_snapshot(con, spec))  # or UnknownSnapshotError
     if len(ids) > 1:
         raise DiffError(
             f"{role} {spec!r} selects {len(ids)} snapshots of {path} (snapshot_ids "
